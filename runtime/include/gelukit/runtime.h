@@ -1,0 +1,44 @@
+// Process-wide controls of the gelukit runtime: threads, x86 ISA dispatch, kernel registry.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gelukit/gelu.h"
+#include "gelukit/tensor.h"
+
+namespace gelukit {
+
+// Number of worker threads of Halide's thread pool (shared by all gelukit kernels in the
+// process). n >= 1; throws Error(InvalidArgument) otherwise. Default: the HL_NUM_THREADS
+// environment variable, else the number of cores.
+void set_num_threads(int n);
+int num_threads();
+
+// x86-64 instruction sets the kernel libraries are built for, in dispatch order.
+enum class Isa { SSE41 = 0, AVX2 = 1, AVX512Skylake = 2, AVX512Zen4 = 3 };
+const char *isa_name(Isa isa);  // "sse41", "avx2", "avx512_skylake", "avx512_zen4"
+Isa isa_from_name(const std::string &name);  // throws Error(InvalidArgument) on unknown names
+
+// Caps the instruction set the multi-target kernels may dispatch to (the CPU's own limit still
+// applies). Halide selects a target once per kernel, at its first call, so this must be called
+// before any kernel runs; later calls throw Error(InvalidArgument). The GELUKIT_MAX_ISA
+// environment variable (an isa_name) sets the same cap at start-up.
+void set_max_isa(Isa isa);
+// The highest instruction set any kernel has dispatched to so far ("none" before a first call).
+std::string dispatched_isa();
+
+enum class Direction { Forward, Backward };
+
+// One row of the kernel registry (cmake/GelukitKernels.cmake).
+struct KernelInfo {
+    std::string name;  // e.g. "gelu_fwd_f32_erf_acc_hand"
+    Direction direction;
+    DType dtype;
+    Form form;
+    Math math;
+    Schedule schedule;
+};
+const std::vector<KernelInfo> &gelu_kernels();
+
+}  // namespace gelukit

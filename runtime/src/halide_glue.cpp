@@ -1,0 +1,153 @@
+#include "halide_glue.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "gelukit/error.h"
+#include "gelukit/runtime.h"
+
+namespace gelukit {
+namespace {
+
+// Halide reports errors through a process-wide handler whose default calls abort(). Ours
+// records the message and returns; the pipeline then returns a non-zero status, which
+// check_halide_status() turns into an exception on the calling thread. Errors raised inside
+// a parallel loop arrive on a worker thread, hence the mutex-guarded copy beside the
+// thread-local one. (Throwing from inside the handler would end in std::terminate.)
+thread_local std::string t_last_error;
+std::mutex g_error_mutex;
+std::string g_last_error;
+
+extern "C" void gelukit_halide_error_handler(void * /*user_context*/, const char *message) {
+    t_last_error = message ? message : "(no message)";
+    std::lock_guard<std::mutex> lock(g_error_mutex);
+    g_last_error = t_last_error;
+}
+
+std::atomic<int> g_max_isa{static_cast<int>(Isa::AVX512Zen4)};
+std::atomic<int> g_dispatched_isa{-1};
+
+bool has_feature(int count, const uint64_t *features, halide_target_feature_t f) {
+    int word = static_cast<int>(f) / 64;
+    return word < count && ((features[word] >> (static_cast<int>(f) % 64)) & 1);
+}
+
+// The ISA level a multi-target wrapper asks about, from the features of that sub-target.
+int isa_level(int count, const uint64_t *features) {
+    if (has_feature(count, features, halide_target_feature_avx512_zen4)) {
+        return static_cast<int>(Isa::AVX512Zen4);
+    }
+    if (has_feature(count, features, halide_target_feature_avx512_skylake)) {
+        return static_cast<int>(Isa::AVX512Skylake);
+    }
+    if (has_feature(count, features, halide_target_feature_avx2)) {
+        return static_cast<int>(Isa::AVX2);
+    }
+    return static_cast<int>(Isa::SSE41);
+}
+
+// Called by each kernel's multi-target wrapper for its sub-targets, most specific first, at its
+// first call; the first accepted one is cached by the wrapper.
+extern "C" int gelukit_can_use_target_features(int count, const uint64_t *features) {
+    int level = isa_level(count, features);
+    if (level > g_max_isa.load()) {
+        return 0;
+    }
+    int ok = halide_default_can_use_target_features(count, features);
+    if (ok) {
+        int prev = g_dispatched_isa.load();
+        while (level > prev && !g_dispatched_isa.compare_exchange_weak(prev, level)) {
+        }
+    }
+    return ok;
+}
+
+std::once_flag g_init_once;
+
+}  // namespace
+
+const char *isa_name(Isa isa) {
+    switch (isa) {
+    case Isa::SSE41:
+        return "sse41";
+    case Isa::AVX2:
+        return "avx2";
+    case Isa::AVX512Skylake:
+        return "avx512_skylake";
+    case Isa::AVX512Zen4:
+        return "avx512_zen4";
+    }
+    return "invalid-isa";
+}
+
+Isa isa_from_name(const std::string &name) {
+    for (Isa isa : {Isa::SSE41, Isa::AVX2, Isa::AVX512Skylake, Isa::AVX512Zen4}) {
+        if (name == isa_name(isa)) {
+            return isa;
+        }
+    }
+    throw Error(ErrorCode::InvalidArgument,
+                "unknown ISA '" + name + "' (expected sse41, avx2, avx512_skylake or avx512_zen4)");
+}
+
+void set_max_isa(Isa isa) {
+    detail::ensure_initialized();
+    if (g_dispatched_isa.load() >= 0) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "set_max_isa() must be called before the first kernel call (Halide caches its "
+                    "target choice per kernel); set GELUKIT_MAX_ISA in the environment instead");
+    }
+    g_max_isa.store(static_cast<int>(isa));
+}
+
+std::string dispatched_isa() {
+    int level = g_dispatched_isa.load();
+    return level < 0 ? std::string("none") : std::string(isa_name(static_cast<Isa>(level)));
+}
+
+void set_num_threads(int n) {
+    detail::ensure_initialized();
+    if (n < 1) {
+        throw Error(ErrorCode::InvalidArgument, "set_num_threads: n = " + std::to_string(n) + ", expected >= 1");
+    }
+    halide_set_num_threads(n);
+}
+
+int num_threads() {
+    detail::ensure_initialized();
+    // halide_set_num_threads returns the previous value; set it back unchanged.
+    int n = halide_set_num_threads(0);
+    halide_set_num_threads(n);
+    return n;
+}
+
+namespace detail {
+
+void ensure_initialized() {
+    std::call_once(g_init_once, [] {
+        halide_set_error_handler(&gelukit_halide_error_handler);
+        halide_set_custom_can_use_target_features(&gelukit_can_use_target_features);
+        if (const char *env = std::getenv("GELUKIT_MAX_ISA")) {
+            g_max_isa.store(static_cast<int>(isa_from_name(env)));
+        }
+    });
+}
+
+void check_halide_status(int status, const std::string &kernel_name) {
+    if (status == 0) {
+        return;
+    }
+    std::string message = t_last_error;
+    if (message.empty()) {
+        std::lock_guard<std::mutex> lock(g_error_mutex);
+        message = g_last_error;
+    }
+    t_last_error.clear();
+    throw Error(ErrorCode::Halide, kernel_name + " failed with Halide status " + std::to_string(status) + ": " +
+                                       (message.empty() ? std::string("(no message)") : message));
+}
+
+}  // namespace detail
+}  // namespace gelukit

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sets up everything gelukit needs on a fresh Debian 12 machine; idempotent, safe to re-run.
+#  - Debian packages (only the missing ones): GoogleTest, Google Benchmark, oneDNN (baselines),
+#    nlohmann-json, CLI11, fmt.
+#  - A project-local .venv with Halide 21 (libHalide, headers, CMake package, autoschedulers),
+#    CMake >= 3.28 and Ninja, all from PyPI.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+apt_packages=(libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev nlohmann-json3-dev libcli11-dev
+              libfmt-dev python3-venv)
+missing=()
+for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "bootstrap: installing Debian packages: ${missing[*]}"
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python3 ]; then
+    echo "bootstrap: creating .venv"
+    "$python" -m venv .venv
+fi
+want_halide=21.0.0
+have_halide=$(.venv/bin/python3 -c "import importlib.metadata as m; print(m.version('halide'))" 2>/dev/null || true)
+have_cmake=$(.venv/bin/cmake --version 2>/dev/null | head -1 || true)
+if [ "$have_halide" != "$want_halide" ] || [ -z "$have_cmake" ] || [ ! -x .venv/bin/ninja ]; then
+    echo "bootstrap: installing halide==$want_halide, cmake>=3.28, ninja into .venv"
+    .venv/bin/python3 -m pip install -q --disable-pip-version-check "halide==$want_halide" "cmake>=3.28" ninja
+fi
+echo "bootstrap: ok ($(.venv/bin/cmake --version | head -1), halide $want_halide)"

@@ -1,0 +1,180 @@
+#include "sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "reference.h"
+
+namespace gelukit::test {
+
+void SweepResult::merge(const SweepResult &o) {
+    count += o.count;
+    correctly_rounded += o.correctly_rounded;
+    root_window_count += o.root_window_count;
+    if (o.max_ulp > max_ulp) {
+        max_ulp = o.max_ulp;
+        worst_bits = o.worst_bits;
+    }
+    if (o.max_abs_err_root > max_abs_err_root) {
+        max_abs_err_root = o.max_abs_err_root;
+        worst_root_bits = o.worst_root_bits;
+    }
+}
+
+std::string SweepResult::summary(DType dt) const {
+    char buf[512];
+    const int digits = dt == DType::F32 ? 8 : 4;
+    std::snprintf(buf, sizeof(buf),
+                  "inputs=%llu correctly_rounded=%.5f%% root_window=%llu max_abs_err_root=%.3g "
+                  "max_ulp=%lld x=0x%0*X",
+                  static_cast<unsigned long long>(count), count ? 100.0 * correctly_rounded / count : 0.0,
+                  static_cast<unsigned long long>(root_window_count), max_abs_err_root,
+                  static_cast<long long>(max_ulp), digits, worst_bits);
+    return buf;
+}
+
+namespace {
+
+void store(void *base, std::size_t i, uint32_t bits, DType dt) {
+    if (dt == DType::F32) {
+        std::memcpy(static_cast<char *>(base) + 4 * i, &bits, 4);
+    } else {
+        uint16_t h = static_cast<uint16_t>(bits);
+        std::memcpy(static_cast<char *>(base) + 2 * i, &h, 2);
+    }
+}
+
+uint32_t load(const void *base, std::size_t i, DType dt) {
+    if (dt == DType::F32) {
+        uint32_t b;
+        std::memcpy(&b, static_cast<const char *>(base) + 4 * i, 4);
+        return b;
+    }
+    uint16_t h;
+    std::memcpy(&h, static_cast<const char *>(base) + 2 * i, 2);
+    return h;
+}
+
+uint32_t one_bits(DType dt) {
+    return dt == DType::F32 ? 0x3F800000u : dt == DType::BF16 ? 0x3F80u : 0x3C00u;
+}
+
+void compare_range(const SweepConfig &cfg, const std::vector<uint32_t> &in, const std::vector<char> &out,
+                   std::size_t begin, std::size_t end, double root, SweepResult &r) {
+    const Form form = cfg.options.form;
+    const double s = cfg.options.scale;
+    for (std::size_t i = begin; i < end; i++) {
+        double x = bits_to_double(in[i], cfg.dtype);
+        bool backward = cfg.direction == Direction::Backward;
+        RefValue ref = backward ? gelu_grad_ref(form, x, s) : gelu_ref(form, x, s);
+        uint32_t want = round_to_bits(ref, cfg.dtype);
+        uint32_t got = load(out.data(), i, cfg.dtype);
+        int64_t u = ulp_distance(got, want, cfg.dtype);
+        r.count++;
+        if (u == 0 && (got == want || bits_is_nan(got, cfg.dtype) ||
+                       (bits_to_double(got, cfg.dtype) == 0 && bits_to_double(want, cfg.dtype) == 0))) {
+            r.correctly_rounded++;
+        }
+        if (backward && cfg.dtype == DType::F32 && std::fabs(x - root) < 0.01) {
+            r.root_window_count++;
+            double err = std::fabs(bits_to_double(got, cfg.dtype) - (ref.hi + ref.lo));
+            if (std::isnan(err) && !(bits_is_nan(got, cfg.dtype) && std::isnan(ref.hi))) {
+                err = INFINITY;
+            }
+            if (err > r.max_abs_err_root) {
+                r.max_abs_err_root = err;
+                r.worst_root_bits = in[i];
+            }
+            continue;
+        }
+        if (u > r.max_ulp) {
+            r.max_ulp = u;
+            r.worst_bits = in[i];
+        }
+    }
+}
+
+}  // namespace
+
+SweepResult sweep_inputs(const SweepConfig &cfg, const std::vector<uint32_t> &input_bits) {
+    const std::size_t n = input_bits.size();
+    const std::size_t esize = dtype_size(cfg.dtype);
+    std::vector<char> x(n * esize), dy(n * esize), out(n * esize);
+    for (std::size_t i = 0; i < n; i++) {
+        store(x.data(), i, input_bits[i], cfg.dtype);
+        store(dy.data(), i, one_bits(cfg.dtype), cfg.dtype);
+    }
+    const int64_t len = static_cast<int64_t>(n);
+    TensorView vx = TensorView::contiguous(x.data(), cfg.dtype, {len});
+    TensorView vo = TensorView::contiguous(out.data(), cfg.dtype, {len});
+    if (cfg.direction == Direction::Forward) {
+        gelu_forward(vx, vo, cfg.options);
+    } else {
+        gelu_backward(vx, TensorView::contiguous(dy.data(), cfg.dtype, {len}), vo, cfg.options);
+    }
+    const double root = grad_root(cfg.options.form) * (cfg.options.form == Form::Erf ? cfg.options.scale : 1.0);
+    const int t = std::max(1, cfg.threads);
+    std::vector<SweepResult> parts(t);
+    std::vector<std::thread> workers;
+    for (int k = 0; k < t; k++) {
+        workers.emplace_back([&, k] {
+            compare_range(cfg, input_bits, out, n * k / t, n * (k + 1) / t, root, parts[k]);
+        });
+    }
+    for (auto &w : workers) {
+        w.join();
+    }
+    SweepResult r;
+    for (const auto &p : parts) {
+        r.merge(p);
+    }
+    return r;
+}
+
+SweepResult sweep_exhaustive(const SweepConfig &cfg, bool show_progress) {
+    const uint64_t total = cfg.dtype == DType::F32 ? (uint64_t(1) << 32) : (uint64_t(1) << 16);
+    const uint64_t block = std::min<uint64_t>(total, uint64_t(1) << 24);
+    SweepResult r;
+    std::vector<uint32_t> in(block);
+    for (uint64_t start = 0; start < total; start += block) {
+        for (uint64_t i = 0; i < block; i++) {
+            in[i] = static_cast<uint32_t>(start + i);
+        }
+        r.merge(sweep_inputs(cfg, in));
+        if (show_progress) {
+            std::fprintf(stderr, "\r%5.1f%%  max_ulp so far %lld", 100.0 * (start + block) / total,
+                         static_cast<long long>(r.max_ulp));
+        }
+    }
+    if (show_progress) {
+        std::fprintf(stderr, "\n");
+    }
+    return r;
+}
+
+SweepResult sweep_sampled(const SweepConfig &cfg, uint64_t samples) {
+    if (cfg.dtype != DType::F32) {
+        return sweep_exhaustive(cfg);  // 2^16 patterns: always all of them
+    }
+    std::vector<uint32_t> in;
+    in.reserve(samples + 2 * 65536);
+    const uint64_t stride = ((uint64_t(1) << 32) / std::max<uint64_t>(samples, 1)) | 1;
+    for (uint64_t b = 0; b < (uint64_t(1) << 32); b += stride) {
+        in.push_back(static_cast<uint32_t>(b));
+    }
+    // Dense windows where kernels are most likely to go wrong: around 0 (subnormal outputs and
+    // the small-|x| branch), the erf tail (|x| in [5, 15]) and the gradient's root.
+    for (float center : {0.0f, 1e-38f, -1e-38f, -5.5f, -13.2f, -10.5f, -0.7518f, 0.75f, 2.27f, 15.0f}) {
+        uint32_t c = float_to_bits(center);
+        for (uint32_t d = 0; d < 8192; d++) {
+            in.push_back(c + d);
+            in.push_back(c - d);
+        }
+    }
+    return sweep_inputs(cfg, in);
+}
+
+}  // namespace gelukit::test
