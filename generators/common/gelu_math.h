@@ -247,24 +247,31 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     return select(positive, g_pos, g_neg);
 }
 
-// Special values on the float32 bit pattern (immune to fast-math's no-NaN/no-inf assumptions):
+// Special values, classified on the storage type's own bit pattern: immune to fast-math's
+// no-NaN/no-inf assumptions, and independent of the fp16 -> fp32 conversion (Halide's emulated
+// conversion on targets without F16C turned fp16 NaNs into infinities).
 // NaN -> quiet NaN; forward: +inf -> +inf, -inf -> -0 (the limit; PyTorch gives NaN);
 // backward: GELU'(+inf) = 1, GELU'(-inf) = -0 (the limit from below).
-struct FloatClass {
+struct StorageClass {
     Halide::Expr is_nan, is_pos_inf, is_neg_inf;
 };
 
-inline FloatClass classify(const Halide::Expr &xf32) {
+inline StorageClass classify(const Halide::Expr &x_storage) {
     using namespace Halide;
-    Expr bits = reinterpret(UInt(32), xf32);
-    return {(bits & detail::u32(0x7FFFFFFFu)) > detail::u32(0x7F800000u),
-            bits == detail::u32(0x7F800000u),
-            bits == detail::u32(0xFF800000u)};
+    const Type st = x_storage.type();
+    const int bits = st.bits();
+    const uint64_t sign = uint64_t(1) << (bits - 1);
+    const uint64_t inf = st.is_bfloat() ? 0x7F80u : bits == 16 ? 0x7C00u : 0x7F800000u;
+    auto c = [&](uint64_t v) { return Internal::make_const(UInt(bits), v); };
+    Expr b = reinterpret(UInt(bits), x_storage);
+    return {(b & c(sign - 1)) > c(inf), b == c(inf), b == c(inf | sign)};
 }
 
-inline Halide::Expr quiet_nan(const Halide::Expr &xf32) {
+// The canonical quiet NaN of a storage type.
+inline Halide::Expr quiet_nan(const Halide::Type &st) {
     using namespace Halide;
-    return reinterpret(Float(32), reinterpret(UInt(32), xf32) | detail::u32(0x00400000u));
+    const uint64_t q = st.is_bfloat() ? 0x7FC0u : st.bits() == 16 ? 0x7E00u : 0x7FC00000u;
+    return reinterpret(st, Internal::make_const(UInt(st.bits()), q));
 }
 
 // The compute type of a math mode. "acc" uses float64 for every storage type: float32 results
@@ -274,34 +281,20 @@ inline Halide::Type compute_type(MathMode mode) {
     return mode == MathMode::Accurate ? Halide::Float(64) : Halide::Float(32);
 }
 
-// GELU(x) or GELU'(x) of a storage value, in compute type t, with special values applied.
+// GELU(x) or GELU'(x) of a storage value, in compute type t, with the infinities applied.
+// NaN lanes hold an unspecified value: callers override them (gelu_forward_output & co).
 // inv_s (float32) is only used by the erf form.
 inline Halide::Expr gelu_eval(const Halide::Expr &x_storage, GeluForm form, bool gradient,
                               const Halide::Expr &inv_s_f32, const Halide::Type &t) {
     using namespace Halide;
-    Expr xf = cast<float>(x_storage);  // exact for fp16/bf16
-    Expr xt = cast(t, xf);
+    Expr xt = cast(t, cast<float>(x_storage));  // exact for fp16/bf16
     Expr v = form == GeluForm::Erf ? gelu_erf(xt, cast(t, inv_s_f32), gradient, t)
                                    : gelu_sigma(xt, form, gradient, t);
-    FloatClass c = classify(xf);
-    Expr nan = cast(t, quiet_nan(xf));
+    StorageClass c = classify(x_storage);
     if (!gradient) {
-        return select(c.is_nan, nan, c.is_pos_inf, xt, c.is_neg_inf, detail::k(t, -0.0), v);
+        return select(c.is_pos_inf, detail::k(t, INFINITY), c.is_neg_inf, detail::k(t, -0.0), v);
     }
-    return select(c.is_nan, nan, c.is_pos_inf, detail::k(t, 1.0), c.is_neg_inf, detail::k(t, -0.0), v);
-}
-
-// dx = dy * GELU'(x), multiplied in the compute type and rounded once to the storage type by the
-// caller. A NaN in x or dy gives a quiet NaN whatever fast-math assumes.
-inline Halide::Expr gelu_backward(const Halide::Expr &x_storage, const Halide::Expr &dy_storage, GeluForm form,
-                                  const Halide::Expr &inv_s_f32, const Halide::Type &t) {
-    using namespace Halide;
-    Expr g = gelu_eval(x_storage, form, true, inv_s_f32, t);
-    Expr dyf = cast<float>(dy_storage);
-    Expr prod = cast(t, dyf) * g;
-    FloatClass cx = classify(cast<float>(x_storage));
-    FloatClass cd = classify(dyf);
-    return select(cx.is_nan, cast(t, quiet_nan(cast<float>(x_storage))), cd.is_nan, cast(t, quiet_nan(dyf)), prod);
+    return select(c.is_pos_inf, detail::k(t, 1.0), c.is_neg_inf, detail::k(t, -0.0), v);
 }
 
 // Rounds a compute-type value once, to nearest even, into the storage type.
@@ -322,6 +315,26 @@ inline Halide::Expr narrow_to_storage(const Halide::Expr &v, const Halide::Type 
     bits = select(inexact && abs(back) > abs(v), bits - detail::u32(1), bits);
     bits = select(inexact, bits | detail::u32(1), bits);
     return cast(storage, reinterpret(Float(32), bits));
+}
+
+// y = GELU(x) in the storage type of x: rounded once, NaN in -> quiet NaN out.
+inline Halide::Expr gelu_forward_output(const Halide::Expr &x_storage, GeluForm form, const Halide::Expr &inv_s_f32,
+                                        const Halide::Type &t) {
+    using namespace Halide;
+    const Type st = x_storage.type();
+    Expr y = narrow_to_storage(gelu_eval(x_storage, form, /*gradient=*/false, inv_s_f32, t), st);
+    return select(classify(x_storage).is_nan, quiet_nan(st), y);
+}
+
+// dx = dy * GELU'(x), multiplied in the compute type and rounded once into the storage type;
+// a NaN in x or dy gives a quiet NaN whatever fast-math assumes.
+inline Halide::Expr gelu_backward_output(const Halide::Expr &x_storage, const Halide::Expr &dy_storage,
+                                         GeluForm form, const Halide::Expr &inv_s_f32, const Halide::Type &t) {
+    using namespace Halide;
+    const Type st = dy_storage.type();
+    Expr g = gelu_eval(x_storage, form, /*gradient=*/true, inv_s_f32, t);
+    Expr dx = narrow_to_storage(cast(t, cast<float>(dy_storage)) * g, st);
+    return select(classify(x_storage).is_nan || classify(dy_storage).is_nan, quiet_nan(st), dx);
 }
 
 }  // namespace gelukit

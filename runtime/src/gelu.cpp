@@ -257,18 +257,14 @@ void make_halide_view(HalideView &hv, void *data, DType dt, const Layout &l, int
     }
 }
 
+int call_raw(const KernelEntry &k, std::vector<HalideView> &hv, float scale);
+
 void call_kernel(const KernelEntry &k, std::vector<void *> &ptrs, DType dt, const Layout &l, float scale) {
     std::vector<HalideView> hv(ptrs.size());
     for (std::size_t i = 0; i < ptrs.size(); i++) {
         make_halide_view(hv[i], ptrs[i], dt, l, static_cast<int>(i));
     }
-    int status;
-    if (k.info.direction == Direction::Forward) {
-        status = reinterpret_cast<ForwardFn>(k.fn)(&hv[0].buf, scale, &hv[1].buf);
-    } else {
-        status = reinterpret_cast<BackwardFn>(k.fn)(&hv[0].buf, &hv[1].buf, scale, &hv[2].buf);
-    }
-    detail::check_halide_status(status, k.info.name);
+    detail::check_halide_status(call_raw(k, hv, scale), k.info.name);
 }
 
 // Runs the kernel, slicing any dimension longer than kMaxExtent.
@@ -321,6 +317,43 @@ void strided_copy(const void *src, const std::array<int64_t, 4> &src_strides, vo
     }
 }
 
+int call_raw(const KernelEntry &k, std::vector<HalideView> &hv, float scale) {
+    if (k.info.direction == Direction::Forward) {
+        return reinterpret_cast<ForwardFn>(k.fn)(&hv[0].buf, scale, &hv[1].buf);
+    }
+    return reinterpret_cast<BackwardFn>(k.fn)(&hv[0].buf, &hv[1].buf, scale, &hv[2].buf);
+}
+
+// Autoscheduled kernels split their loops with TailStrategy::ShiftInwards: an extent below a
+// split factor makes the last tile start before 0 (G39: "accessed at -5"). A bounds query
+// (null host pointers) asks the pipeline which region each buffer needs for a dense 1-D extent
+// n; the extent is grown until the pipeline stays inside [0, n).
+int64_t schedule_safe_extent(const KernelEntry &k, int64_t n, DType dt, float scale, std::size_t operands) {
+    int64_t want = n;
+    for (int iter = 0; iter < 16; iter++) {
+        Layout l;
+        l.rank = 1;
+        l.extent[0] = want;
+        l.strides.assign(operands, {1, 0, 0, 0});
+        std::vector<HalideView> hv(operands);
+        for (std::size_t i = 0; i < operands; i++) {
+            make_halide_view(hv[i], nullptr, dt, l, static_cast<int>(i));
+        }
+        detail::check_halide_status(call_raw(k, hv, scale), k.info.name + " (bounds query)");
+        int64_t lo = 0, hi = want;
+        for (const HalideView &h : hv) {
+            lo = std::min<int64_t>(lo, h.dims[0].min);
+            hi = std::max<int64_t>(hi, int64_t(h.dims[0].min) + h.dims[0].extent);
+        }
+        if (lo >= 0 && hi <= want) {
+            return want;
+        }
+        want = want - lo + (hi - want);
+    }
+    throw Error(ErrorCode::Halide, k.info.name + ": could not find an extent its schedule accepts for n = " +
+                                       std::to_string(n));
+}
+
 void dispatch(const char *fn, Direction dir, const std::vector<Operand> &ops, const GeluOptions &o) {
     detail::ensure_initialized();
     validate_call(fn, ops, o);
@@ -334,27 +367,36 @@ void dispatch(const char *fn, Direction dir, const std::vector<Operand> &ops, co
     for (const Operand &op : ops) {
         ptrs.push_back(op.view.data);
     }
-    bool unit = true;
+    bool dense_1d = l.rank == 1;
     for (const auto &s : l.strides) {
-        unit = unit && s[0] == 1;
+        dense_1d = dense_1d && s[0] == 1;
     }
-    if (!k.unit_stride_only || unit) {
+    const int64_t n = ops[0].view.numel();
+    if (!k.unit_stride_only) {
         run_sliced(k, ptrs, dt, l, o.scale);
         return;
     }
-    // Pack every operand into a dense buffer, run, unpack the output.
-    const std::size_t esize = dtype_size(dt);
-    int64_t n = 1;
-    std::array<int64_t, 4> dense{0, 0, 0, 0};
-    for (int d = 0; d < l.rank; d++) {
-        dense[d] = n;
-        n *= l.extent[d];
+    // Autoscheduled kernel: dense 1-D operands of an extent its schedule accepts.
+    const int64_t n_run = n > kMaxExtent ? n : schedule_safe_extent(k, n, dt, o.scale, ops.size());
+    if (dense_1d && n_run == n) {
+        run_sliced(k, ptrs, dt, l, o.scale);
+        return;
     }
-    std::vector<std::vector<char>> storage(ops.size(), std::vector<char>(static_cast<std::size_t>(n) * esize));
-    Layout packed = l;
+    // Pack every operand into a dense (zero-padded) buffer, run, unpack the output.
+    const std::size_t esize = dtype_size(dt);
+    std::array<int64_t, 4> dense{0, 0, 0, 0};
+    int64_t step = 1;
+    for (int d = 0; d < l.rank; d++) {
+        dense[d] = step;
+        step *= l.extent[d];
+    }
+    std::vector<std::vector<char>> storage(ops.size(), std::vector<char>(static_cast<std::size_t>(n_run) * esize, 0));
+    Layout packed;
+    packed.rank = 1;
+    packed.extent[0] = n_run;
+    packed.strides.assign(ops.size(), {1, 0, 0, 0});
     std::vector<void *> packed_ptrs;
     for (std::size_t i = 0; i < ops.size(); i++) {
-        packed.strides[i] = dense;
         if (!ops[i].is_output) {
             strided_copy(ptrs[i], l.strides[i], storage[i].data(), dense, l, esize);
         }

@@ -28,6 +28,9 @@ extern "C" void gelukit_halide_error_handler(void * /*user_context*/, const char
 
 std::atomic<int> g_max_isa{static_cast<int>(Isa::AVX512Zen4)};
 std::atomic<int> g_dispatched_isa{-1};
+// Set once any wrapper has asked: a wrapper that rejects every specific sub-target runs its
+// last one (SSE4.1) without asking about it.
+std::atomic<bool> g_any_query{false};
 
 bool has_feature(int count, const uint64_t *features, halide_target_feature_t f) {
     int word = static_cast<int>(f) / 64;
@@ -51,6 +54,7 @@ int isa_level(int count, const uint64_t *features) {
 // Called by each kernel's multi-target wrapper for its sub-targets, most specific first, at its
 // first call; the first accepted one is cached by the wrapper.
 extern "C" int gelukit_can_use_target_features(int count, const uint64_t *features) {
+    g_any_query.store(true);
     int level = isa_level(count, features);
     if (level > g_max_isa.load()) {
         return 0;
@@ -94,7 +98,7 @@ Isa isa_from_name(const std::string &name) {
 
 void set_max_isa(Isa isa) {
     detail::ensure_initialized();
-    if (g_dispatched_isa.load() >= 0) {
+    if (g_any_query.load()) {
         throw Error(ErrorCode::InvalidArgument,
                     "set_max_isa() must be called before the first kernel call (Halide caches its "
                     "target choice per kernel); set GELUKIT_MAX_ISA in the environment instead");
@@ -104,7 +108,10 @@ void set_max_isa(Isa isa) {
 
 std::string dispatched_isa() {
     int level = g_dispatched_isa.load();
-    return level < 0 ? std::string("none") : std::string(isa_name(static_cast<Isa>(level)));
+    if (level < 0) {
+        return g_any_query.load() ? std::string(isa_name(Isa::SSE41)) : std::string("none");
+    }
+    return std::string(isa_name(static_cast<Isa>(level)));
 }
 
 void set_num_threads(int n) {

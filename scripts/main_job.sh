@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The main job: bootstrap, build every kernel library, run the benchmark that compares the
+# schedules against each other and against the peers (oneDNN, the scalar reference loop, a
+# memcpy floor) at BERT-base size, print the comparison table and write
+# build/report/bench.json + build/report/report.md.
+#   GELUKIT_BENCH_FILTER   override the benchmark filter (regex)
+#   GELUKIT_BENCH_MIN_TIME seconds per benchmark (default 0.2)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/build.sh
+mkdir -p build/report
+filter=${GELUKIT_BENCH_FILTER:-'^gelu/.*/N:1572864/'}
+min_time=${GELUKIT_BENCH_MIN_TIME:-0.2}
+build/bench/gelukit_bench \
+    --benchmark_filter="$filter" \
+    --benchmark_min_time="$min_time" \
+    --benchmark_out=build/report/bench.json \
+    --benchmark_out_format=json
+.venv/bin/python3 scripts/report.py build/report/bench.json --out build/report/report.md
+echo "main job: wrote build/report/bench.json and build/report/report.md"

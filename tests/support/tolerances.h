@@ -1,0 +1,45 @@
+// Accuracy contract per (math, direction, dtype, form), in ULPs of the storage type, measured
+// against the reference rounded once (reference.h). One table for every test.
+//
+// acc (float64 internals): forward <= 1 ULP everywhere; backward <= 1 ULP for fp16/bf16 and
+//   <= 2 ULP for float32 outside a 0.01-wide window around the root of GELU' (relative error is
+//   unbounded at a root), where the absolute error is <= 2^-27.
+// fast (float32 internals): the figures are the maxima measured by
+//   gelukit_accuracy --math fast --samples 1000000 (README, accuracy table), rounded up. They are
+//   large where the float32 formulation itself loses relative accuracy: the tanh/sigmoid forms
+//   for large negative x (the exponent |v| carries a rounding error of |v| 2^-24) and the
+//   gradients next to the root window (cancellation in Phi(z) + z phi(z)).
+#pragma once
+
+#include <cstdint>
+
+#include "gelukit/gelu.h"
+#include "gelukit/runtime.h"
+
+namespace gelukit::test {
+
+inline int64_t ulp_tolerance(Math math, Direction dir, DType dt, Form form) {
+    const bool fwd = dir == Direction::Forward;
+    if (math == Math::Accurate) {
+        return (fwd || dt != DType::F32) ? 1 : 2;
+    }
+    if (dt != DType::F32) {
+        return 1;
+    }
+    switch (form) {
+    case Form::Erf:
+        return fwd ? 8 : 160;
+    case Form::Tanh:
+        return fwd ? 160 : 224;
+    case Form::Sigmoid:
+        return fwd ? 96 : 128;
+    }
+    return 0;
+}
+
+// Absolute error bound inside the backward root window (float32 only).
+inline double root_window_abs_tolerance(Math math) {
+    return math == Math::Accurate ? 7.450580596923828e-09 /* 2^-27 */ : 1.1920928955078125e-07 /* 2^-23 */;
+}
+
+}  // namespace gelukit::test

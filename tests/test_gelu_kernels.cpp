@@ -1,0 +1,225 @@
+// Every kernel of the registry (gelukit::gelu_kernels()): accuracy sweep, vector tails, strides,
+// ranks, in-place. New registry rows are tested here without edits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gelukit/gelu.h"
+#include "gelukit/runtime.h"
+#include "support/harness.h"
+#include "support/reference.h"
+#include "support/sweep.h"
+#include "support/tolerances.h"
+
+namespace gelukit::test {
+namespace {
+
+class EveryKernel : public testing::TestWithParam<KernelInfo> {
+protected:
+    const KernelInfo &k() const {
+        return GetParam();
+    }
+    GeluOptions opts() const {
+        GeluOptions o;
+        o.form = k().form;
+        o.math = k().math;
+        o.schedule = k().schedule;
+        return o;
+    }
+    bool backward() const {
+        return k().direction == Direction::Backward;
+    }
+    int64_t tol() const {
+        return ulp_tolerance(k().math, k().direction, k().dtype, k().form);
+    }
+    std::size_t esize() const {
+        return dtype_size(k().dtype);
+    }
+
+    // Deterministic inputs in [-8, 8] (plus a few specials), as storage bits.
+    std::vector<uint32_t> inputs(std::size_t n, uint32_t seed) const {
+        std::mt19937 rng(seed);
+        std::uniform_real_distribution<double> u(-8.0, 8.0);
+        std::vector<uint32_t> v(n);
+        for (std::size_t i = 0; i < n; i++) {
+            v[i] = to_bits(u(rng), k().dtype);
+        }
+        return v;
+    }
+
+    // Checks out[i] (storage bits at element offsets) against the reference of x[i], dy[i].
+    void check(const std::vector<uint32_t> &x, const std::vector<uint32_t> &dy, const std::vector<uint32_t> &out,
+               const std::string &what) const {
+        const DType dt = k().dtype;
+        const double root = grad_root(k().form);
+        int failures = 0;
+        for (std::size_t i = 0; i < x.size() && failures < 5; i++) {
+            double xv = bits_to_double(x[i], dt);
+            RefValue r = backward() ? gelu_grad_ref(k().form, xv) : gelu_ref(k().form, xv);
+            if (backward()) {
+                double d = bits_to_double(dy[i], dt);
+                r = {r.hi * d, r.lo * d};
+            }
+            uint32_t want = round_to_bits(r, dt);
+            int64_t u = ulp_distance(out[i], want, dt);
+            bool ok = u <= tol();
+            if (!ok && backward() && dt == DType::F32 && std::fabs(xv - root) < 0.01) {
+                ok = std::fabs(bits_to_double(out[i], dt) - (r.hi + r.lo)) <=
+                     root_window_abs_tolerance(k().math) * std::fabs(bits_to_double(dy[i], dt));
+            }
+            if (!ok) {
+                failures++;
+                ADD_FAILURE() << k().name << " " << what << ": element " << i << " x=" << xv << " got bits 0x"
+                              << std::hex << out[i] << " want 0x" << want << std::dec << " (" << u << " ULP)";
+            }
+        }
+    }
+
+    std::vector<char> pack(const std::vector<uint32_t> &bits) const {
+        std::vector<char> buf(bits.size() * esize());
+        for (std::size_t i = 0; i < bits.size(); i++) {
+            std::memcpy(buf.data() + i * esize(), &bits[i], esize());  // little-endian low bytes
+        }
+        return buf;
+    }
+    std::vector<uint32_t> unpack(const std::vector<char> &buf) const {
+        std::vector<uint32_t> bits(buf.size() / esize(), 0);
+        for (std::size_t i = 0; i < bits.size(); i++) {
+            std::memcpy(&bits[i], buf.data() + i * esize(), esize());
+        }
+        return bits;
+    }
+
+    // Runs the kernel on views over x/dy/out storage.
+    void run(const TensorView &x, const TensorView &dy, const TensorView &out) const {
+        if (backward()) {
+            gelu_backward(x, dy, out, opts());
+        } else {
+            gelu_forward(x, out, opts());
+        }
+    }
+};
+
+TEST_P(EveryKernel, SampledBitPatternSweep) {
+    SweepConfig cfg;
+    cfg.direction = k().direction;
+    cfg.dtype = k().dtype;
+    cfg.options = opts();
+    // f32: ~200k lattice points over all 2^32 patterns plus dense windows; halves: all 2^16.
+    SweepResult r = sweep_sampled(cfg, 200000);
+    EXPECT_LE(r.max_ulp, tol()) << k().name << ": " << r.summary(k().dtype);
+    if (k().dtype == DType::F32 && backward()) {
+        EXPECT_LE(r.max_abs_err_root, root_window_abs_tolerance(k().math)) << r.summary(k().dtype);
+    }
+    RecordProperty("summary", r.summary(k().dtype));
+}
+
+TEST_P(EveryKernel, VectorTailsAndSizes) {
+    // w = 16 float32 lanes on AVX-512 (8 on AVX2, 4 on SSE4.1): sizes around each width, and
+    // beyond one parallel chunk (16384 elements).
+    for (std::size_t n : {0u, 1u, 3u, 4u, 5u, 7u, 8u, 9u, 15u, 16u, 17u, 31u, 32u, 33u, 35u, 1000u, 16387u, 100003u}) {
+        std::vector<uint32_t> x = inputs(n, static_cast<uint32_t>(n) + 1), dy = inputs(n, 7);
+        std::vector<char> xb = pack(x), db = pack(dy), ob(n * esize() + 64, '\x5a');
+        const int64_t len = static_cast<int64_t>(n);
+        run(TensorView::contiguous(xb.data(), k().dtype, {len}), TensorView::contiguous(db.data(), k().dtype, {len}),
+            TensorView::contiguous(ob.data(), k().dtype, {len}));
+        for (std::size_t i = n * esize(); i < ob.size(); i++) {
+            ASSERT_EQ(ob[i], '\x5a') << k().name << ": wrote past the end for n = " << n;
+        }
+        ob.resize(n * esize());
+        check(x, dy, unpack(ob), "n=" + std::to_string(n));
+    }
+}
+
+TEST_P(EveryKernel, StridedViewsOfEveryRank) {
+    // Each operand is a view into a larger buffer: innermost stride 2 or 3, permuted outer dims.
+    struct Case {
+        std::vector<int64_t> shape, strides;
+    };
+    const std::vector<Case> cases = {
+        {{37}, {3}},
+        {{5, 19}, {40, 2}},
+        {{4, 3, 17}, {3 * 17, 1, 3}},           // permuted: dim1 has stride 1
+        {{2, 3, 4, 9}, {3 * 4 * 9 * 2, 4 * 9 * 2, 9 * 2, 2}},
+        {{3, 33}, {1, 3}},                       // transposed (column-major) matrix
+    };
+    for (const Case &c : cases) {
+        int64_t span = 1;
+        for (std::size_t d = 0; d < c.shape.size(); d++) {
+            span += (c.shape[d] - 1) * c.strides[d];
+        }
+        std::vector<uint32_t> xs = inputs(span, 11), dys = inputs(span, 12);
+        std::vector<char> xb = pack(xs), db = pack(dys), ob(span * esize(), '\x5a');
+        auto view = [&](std::vector<char> &b) {
+            TensorView v;
+            v.data = b.data();
+            v.dtype = k().dtype;
+            v.rank = static_cast<int>(c.shape.size());
+            for (int d = 0; d < v.rank; d++) {
+                v.shape[d] = c.shape[d];
+                v.strides[d] = c.strides[d];
+            }
+            return v;
+        };
+        run(view(xb), view(db), view(ob));
+        // Gather the viewed elements and check them; untouched slots keep the sentinel.
+        std::vector<bool> touched(span, false);
+        std::vector<uint32_t> x, dy, out;
+        int64_t idx[4] = {0, 0, 0, 0};
+        const int rank = static_cast<int>(c.shape.size());
+        int64_t total = 1;
+        for (int64_t e : c.shape) {
+            total *= e;
+        }
+        std::vector<uint32_t> outs = unpack(ob);
+        for (int64_t flat = 0; flat < total; flat++) {
+            int64_t rem = flat, off = 0;
+            for (int d = rank - 1; d >= 0; d--) {
+                idx[d] = rem % c.shape[d];
+                rem /= c.shape[d];
+                off += idx[d] * c.strides[d];
+            }
+            touched[off] = true;
+            x.push_back(xs[off]);
+            dy.push_back(dys[off]);
+            out.push_back(outs[off]);
+        }
+        check(x, dy, out, "rank " + std::to_string(rank));
+        for (int64_t i = 0; i < span; i++) {
+            if (!touched[i]) {
+                uint32_t sentinel = 0;
+                std::memset(&sentinel, 0x5a, esize());
+                ASSERT_EQ(outs[i], sentinel) << k().name << ": wrote outside the view at " << i;
+            }
+        }
+    }
+}
+
+TEST_P(EveryKernel, InPlace) {
+    const std::size_t n = 4099;
+    std::vector<uint32_t> x = inputs(n, 5), dy = inputs(n, 6);
+    std::vector<char> xb = pack(x), db = pack(dy);
+    const int64_t len = static_cast<int64_t>(n);
+    TensorView vx = TensorView::contiguous(xb.data(), k().dtype, {len});
+    TensorView vd = TensorView::contiguous(db.data(), k().dtype, {len});
+    if (backward()) {
+        gelu_backward(vx, vd, vd, opts());  // dx overwrites dy
+        check(x, dy, unpack(db), "in place (dx = dy)");
+    } else {
+        gelu_forward(vx, vx, opts());
+        check(x, dy, unpack(xb), "in place (y = x)");
+    }
+}
+
+std::string kernel_name(const testing::TestParamInfo<KernelInfo> &info) {
+    return info.param.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryKernel, testing::ValuesIn(gelu_kernels()), kernel_name);
+
+}  // namespace
+}  // namespace gelukit::test

@@ -1,0 +1,134 @@
+// The properties and known values of shared/docs/gelu-reference.md, checked first on the
+// reference (so the reference itself is trusted) and then on the default kernel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gelukit/gelu.h"
+#include "support/harness.h"
+#include "support/reference.h"
+
+namespace gelukit::test {
+namespace {
+
+double ref(double x, Form f = Form::Erf) {
+    RefValue v = gelu_ref(f, x);
+    return v.hi + v.lo;
+}
+double dref(double x, Form f = Form::Erf) {
+    RefValue v = gelu_grad_ref(f, x);
+    return v.hi + v.lo;
+}
+
+TEST(Reference, QuotedValuesOfTheReferenceDoc) {
+    struct Row {
+        double x, gelu, grad, tanh_form, sigmoid_form;
+    };
+    const Row rows[] = {
+        {-10, -7.619853e-23, -7.618400e-22, -0.0, -4.057961e-07},
+        {-6, -5.919526e-09, -3.546871e-08, -8.439649e-11, -2.203535e-04},
+        {-4, -1.266850e-04, -5.036497e-04, -7.024595e-05, -4.414724e-03},
+        {-3, -4.049694e-03, -1.194565e-02, -3.637392e-03, -1.807131e-02},
+        {-1, -1.586553e-01, -8.331547e-02, -1.588080e-01, -1.542042e-01},
+        {-0.5, -1.542688e-01, 1.325049e-01, -1.542860e-01, -1.496116e-01},
+        {0, 0, 0.5, 0, 0},
+        {0.5, 3.457312e-01, 8.674951e-01, 3.457140e-01, 3.503884e-01},
+        {1, 8.413447e-01, 1.083315e+00, 8.411920e-01, 8.457958e-01},
+        {3, 2.995950e+00, 1.011946e+00, 2.996363e+00, 2.981929e+00},
+        {4, 3.999873e+00, 1.000504e+00, 3.999930e+00, 3.995585e+00},
+    };
+    auto close = [](double a, double b) { return std::fabs(a - b) <= 1e-6 * std::fabs(b) + 1e-300; };
+    for (const Row &r : rows) {
+        EXPECT_TRUE(close(ref(r.x), r.gelu)) << r.x << ": " << ref(r.x);
+        EXPECT_TRUE(close(dref(r.x), r.grad)) << r.x << ": " << dref(r.x);
+        if (r.x != -10) {  // the doc's tanh value at -10 is the float32 underflow, -0
+            EXPECT_TRUE(close(ref(r.x, Form::Tanh), r.tanh_form)) << r.x << ": " << ref(r.x, Form::Tanh);
+        }
+        EXPECT_TRUE(close(ref(r.x, Form::Sigmoid), r.sigmoid_form)) << r.x << ": " << ref(r.x, Form::Sigmoid);
+    }
+}
+
+TEST(Reference, Properties) {
+    const double xstar = grad_root(Form::Erf);
+    EXPECT_NEAR(xstar, -0.75179152, 1e-8);
+    EXPECT_NEAR(ref(xstar), -0.16997121, 1e-8);
+    EXPECT_NEAR(0.5 * std::erfc(-xstar / std::sqrt(2.0)), 0.22608822, 1e-8);
+    EXPECT_NEAR(dref(std::sqrt(2.0)), 1.1289, 1e-4);  // max of GELU'
+    // GELU(x) - GELU(-x) = x for all three forms.
+    for (Form f : {Form::Erf, Form::Tanh, Form::Sigmoid}) {
+        for (double x : {0.1, 0.75, 1.5, 3.0, 7.0}) {
+            EXPECT_NEAR(ref(x, f) - ref(-x, f), x, 1e-14 * x) << form_name(f) << " x=" << x;
+        }
+    }
+    EXPECT_NEAR(ref(-13), -7.9523137e-38, 1e-44);
+}
+
+TEST(KernelProperties, ValuesAndIdentities) {
+    EXPECT_EQ(forward_f32(0.0f), 0.0f);
+    EXPECT_TRUE(std::signbit(forward_f32(-0.0f)));
+    EXPECT_EQ(backward_f32(0.0f, 1.0f), 0.5f);
+    // Minimum of GELU: the kernel's value at the float nearest x* equals -0.16997121 to 1 ULP.
+    float xstar = static_cast<float>(grad_root(Form::Erf));
+    EXPECT_NEAR(forward_f32(xstar), -0.16997121f, 2e-8f);
+    // Not monotonic: decreasing left of x*, increasing right of it.
+    EXPECT_GT(forward_f32(-1.5f), forward_f32(xstar));
+    EXPECT_GT(forward_f32(0.0f), forward_f32(xstar));
+    // GELU(x) - GELU(-x) = x to within the float32 rounding of the two outputs.
+    for (float x : {0.25f, 0.75f, 1.5f, 3.0f, 5.0f}) {
+        EXPECT_NEAR(forward_f32(x) - forward_f32(-x), x, 2e-7f * x) << x;
+    }
+    // GELU' > 1 for x > 0.7518, GELU'(-4) < 0.
+    EXPECT_GT(backward_f32(0.76f, 1.0f), 1.0f);
+    EXPECT_LT(backward_f32(0.74f, 1.0f), 1.0f);
+    EXPECT_NEAR(backward_f32(-4.0f, 1.0f), -5.0365e-4f, 1e-8f);
+    // Left tail like -phi(x), subnormal below -13.146, -0 below -14.357; large x is exact.
+    EXPECT_NEAR(forward_f32(-10.0f), -7.6198530e-23f, 1e-29f);
+    EXPECT_EQ(std::fpclassify(forward_f32(-13.5f)), FP_SUBNORMAL);
+    EXPECT_EQ(forward_f32(-14.5f), 0.0f);
+    EXPECT_TRUE(std::signbit(forward_f32(-14.5f)));
+    EXPECT_EQ(forward_f32(3e38f), 3e38f);
+    EXPECT_EQ(forward_f32(-3e38f), 0.0f);
+    EXPECT_TRUE(std::isnan(forward_f32(NAN)));
+    EXPECT_TRUE(std::isnan(backward_f32(NAN, 1.0f)));
+    EXPECT_TRUE(std::isnan(backward_f32(1.0f, NAN)));
+}
+
+TEST(KernelProperties, ApproximationsStayWithinTheirKnownDistanceOfExact) {
+    // tanh form within 4.73e-4 of exact GELU, sigmoid form within 0.0203 (gelu-reference.md).
+    GeluOptions tanh_o, sig_o;
+    tanh_o.form = Form::Tanh;
+    sig_o.form = Form::Sigmoid;
+    double max_tanh = 0, max_sig = 0;
+    for (int i = -4000; i <= 4000; i++) {
+        float x = i / 500.0f;
+        double exact = ref(x);
+        max_tanh = std::max(max_tanh, std::fabs(forward_f32(x, tanh_o) - exact));
+        max_sig = std::max(max_sig, std::fabs(forward_f32(x, sig_o) - exact));
+    }
+    EXPECT_NEAR(max_tanh, 4.73e-4, 0.01e-4);
+    EXPECT_NEAR(max_sig, 0.0203, 0.0001);
+}
+
+TEST(KernelProperties, ScaledForm) {
+    // x Phi(x/s): minimum -0.170 s at x = -0.752 s; s -> 0 approaches ReLU; large s -> x/2.
+    for (float s : {0.25f, 2.0f, 8.0f}) {
+        GeluOptions o;
+        o.scale = s;
+        float xm = static_cast<float>(grad_root(Form::Erf) * s);
+        EXPECT_NEAR(forward_f32(xm, o), -0.16997121 * s, 1e-6 * s) << s;
+        uint32_t want = round_to_bits(gelu_ref(Form::Erf, 1.3, s), DType::F32);
+        EXPECT_LE(ulp_distance(float_to_bits(forward_f32(1.3f, o)), want, DType::F32), 1) << s;
+        uint32_t gwant = round_to_bits(gelu_grad_ref(Form::Erf, -0.4, s), DType::F32);
+        EXPECT_LE(ulp_distance(float_to_bits(backward_f32(-0.4f, 1.0f, o)), gwant, DType::F32), 2) << s;
+    }
+    GeluOptions tiny;
+    tiny.scale = 1e-6f;
+    EXPECT_EQ(forward_f32(0.5f, tiny), 0.5f);  // ReLU limit
+    EXPECT_EQ(forward_f32(-0.5f, tiny), 0.0f);
+    GeluOptions huge;
+    huge.scale = 1e6f;
+    EXPECT_NEAR(forward_f32(0.5f, huge), 0.25f, 1e-7f);  // x/2 limit
+}
+
+}  // namespace
+}  // namespace gelukit::test
