@@ -36,7 +36,6 @@
 #include <memory>
 #include <new>
 #include <random>
-#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
