@@ -12,6 +12,9 @@ namespace gelukit {
 // Number of worker threads of Halide's thread pool (shared by all gelukit kernels in the
 // process). n >= 1; throws Error(InvalidArgument) otherwise. Default: the HL_NUM_THREADS
 // environment variable, else the number of cores.
+// Known limitation (Halide's pool): the setting caps how many workers are created; lowering it
+// after a call has already created more workers does not stop those from taking tasks. Set the
+// smallest count first (or HL_NUM_THREADS before the first call) when the count must be exact.
 void set_num_threads(int n);
 int num_threads();
 
