@@ -78,6 +78,14 @@ TEST_F(Errors, BadStrides) {
     expect_error([&] { gelu_forward(huge, huge); }, ErrorCode::TooLarge, "exceeds 2^31-1");
     expect_error([&] { (void)TensorView::strided(a.data(), DType::F32, {2, 2}, {1}); }, ErrorCode::InvalidArgument,
                  "2 extents but 1 strides");
+    // Element counts that overflow int64 are TooLarge, not a silent no-op (even with null data).
+    TensorView overflow = TensorView::strided(nullptr, DType::F32, {int64_t(1) << 40, int64_t(1) << 24},
+                                              {int64_t(1) << 24, 1});
+    expect_error([&] { gelu_forward(overflow, overflow); }, ErrorCode::TooLarge, "more than 2^62 elements");
+    // The stride of an extent-1 dimension is never used: any value is accepted.
+    TensorView unit_dim = TensorView::strided(a.data(), DType::F32, {1, 8}, {int64_t(1) << 40, 1});
+    TensorView unit_out = TensorView::contiguous(b.data(), DType::F32, {1, 8});
+    EXPECT_NO_THROW(gelu_forward(unit_dim, unit_out));
 }
 
 TEST_F(Errors, OverlappingNonIdenticalViews) {
@@ -93,6 +101,9 @@ TEST_F(Errors, BadScale) {
         o.scale = s;
         expect_error([&] { gelu_forward(va, vb, o); }, ErrorCode::InvalidArgument, "must be finite and > 0");
     }
+    GeluOptions tiny;
+    tiny.scale = 1e-39f;  // subnormal: 1/s overflows float32
+    expect_error([&] { gelu_forward(va, vb, tiny); }, ErrorCode::InvalidArgument, "at least 1.17549435e-38");
     GeluOptions tanh_scaled;
     tanh_scaled.form = Form::Tanh;
     tanh_scaled.scale = 2.0f;

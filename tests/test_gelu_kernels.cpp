@@ -67,9 +67,13 @@ protected:
             uint32_t want = round_to_bits(r, dt);
             int64_t u = ulp_distance(out[i], want, dt);
             bool ok = u <= tol();
+            const double abs_err = std::fabs(bits_to_double(out[i], dt) - (r.hi + r.lo));
+            const double dy_mag = std::fabs(bits_to_double(dy[i], dt));
             if (!ok && backward() && dt == DType::F32 && std::fabs(xv - root) < 0.01) {
-                ok = std::fabs(bits_to_double(out[i], dt) - (r.hi + r.lo)) <=
-                     root_window_abs_tolerance(k().math) * std::fabs(bits_to_double(dy[i], dt));
+                ok = abs_err <= root_window_abs_tolerance(k().math) * dy_mag;
+            }
+            if (!ok && backward() && dt == DType::F32 && k().math == Math::Fast) {
+                ok = abs_err <= fast_backward_abs_tolerance() * dy_mag;
             }
             if (!ok) {
                 failures++;
@@ -200,7 +204,9 @@ TEST_P(EveryKernel, StridedViewsOfEveryRank) {
 }
 
 TEST_P(EveryKernel, InPlace) {
-    const std::size_t n = 4099;
+  // 4099: a few vectors and a tail; 786448: above the Adams2019 schedules' 786432-element tile
+  // and not a multiple of it, where overlapping ShiftInwards tiles would recompute outputs.
+  for (std::size_t n : {std::size_t(4099), std::size_t(786448)}) {
     std::vector<uint32_t> x = inputs(n, 5), dy = inputs(n, 6);
     std::vector<char> xb = pack(x), db = pack(dy);
     const int64_t len = static_cast<int64_t>(n);
@@ -213,6 +219,7 @@ TEST_P(EveryKernel, InPlace) {
         gelu_forward(vx, vx, opts());
         check(x, dy, unpack(xb), "in place (y = x)");
     }
+  }
 }
 
 std::string kernel_name(const testing::TestParamInfo<KernelInfo> &info) {

@@ -121,6 +121,25 @@ TEST(KernelProperties, ScaledForm) {
         uint32_t gwant = round_to_bits(gelu_grad_ref(Form::Erf, -0.4, s), DType::F32);
         EXPECT_LE(ulp_distance(float_to_bits(backward_f32(-0.4f, 1.0f, o)), gwant, DType::F32), 2) << s;
     }
+    // Scales that are not powers of two (1/s inexact), over the whole interesting range of z:
+    // the acc contract (1 ULP forward, 2 ULP backward outside the root window) still holds.
+    for (float s : {3.0f, 0.1f, 1.7f}) {
+        GeluOptions o;
+        o.scale = s;
+        int64_t worst_f = 0, worst_b = 0;
+        const double root = grad_root(Form::Erf) * s;
+        for (int i = -4000; i <= 4000; i++) {
+            float x = static_cast<float>(i * 0.01 * s) * 1.0001f;  // z in about [-40, 40]
+            uint32_t fw = round_to_bits(gelu_ref(Form::Erf, x, s), DType::F32);
+            worst_f = std::max(worst_f, ulp_distance(float_to_bits(forward_f32(x, o)), fw, DType::F32));
+            if (std::fabs(x - root) >= 0.01) {
+                uint32_t bw = round_to_bits(gelu_grad_ref(Form::Erf, x, s), DType::F32);
+                worst_b = std::max(worst_b, ulp_distance(float_to_bits(backward_f32(x, 1.0f, o)), bw, DType::F32));
+            }
+        }
+        EXPECT_LE(worst_f, 1) << "s = " << s;
+        EXPECT_LE(worst_b, 2) << "s = " << s;
+    }
     GeluOptions tiny;
     tiny.scale = 1e-6f;
     EXPECT_EQ(forward_f32(0.5f, tiny), 0.5f);  // ReLU limit

@@ -29,6 +29,21 @@ std::string variant_name(const testing::TestParamInfo<Variant> &info) {
 
 class HandedCases : public testing::TestWithParam<Variant> {
 protected:
+    // fast math is built for float32 storage only (cmake/GelukitKernels.cmake).
+    bool built(DType dt) const {
+        for (const KernelInfo &k : gelu_kernels()) {
+            if (k.dtype == dt && k.math == GetParam().math && k.schedule == GetParam().schedule) {
+                return true;
+            }
+        }
+        return false;
+    }
+    void require(DType dt) const {
+        if (!built(dt)) {
+            GTEST_SKIP() << math_name(GetParam().math) << "_" << schedule_name(GetParam().schedule)
+                         << " is not built for " << dtype_name(dt);
+        }
+    }
     GeluOptions opts(Form form = Form::Erf) const {
         GeluOptions o;
         o.form = form;
@@ -54,6 +69,10 @@ constexpr uint32_t F(float f) {
 }
 
 TEST_P(HandedCases, G01_Fp16TanhCoefficientsDoNotUnderflow) {
+    require(DType::F16);
+    if (IsSkipped()) {
+        return;
+    }
     std::vector<uint32_t> got = run_forward({0xD640, 0xC400}, DType::F16, opts(Form::Tanh));
     // -100 -> -0 (+0 also accepted, never positive); -4 -> 0x849B (-7.027e-5).
     EXPECT_TRUE(got[0] == 0x8000 || got[0] == 0x0000) << std::hex << got[0];
@@ -61,6 +80,10 @@ TEST_P(HandedCases, G01_Fp16TanhCoefficientsDoNotUnderflow) {
 }
 
 TEST_P(HandedCases, G02_Fp16TanhNoOverflowOfCubeForwardAndGradient) {
+    require(DType::F16);
+    if (IsSkipped()) {
+        return;
+    }
     expect_forward(DType::F16, Form::Tanh, {0x5120, 0x5C00}, {0x5120, 0x5C00});
     std::vector<uint32_t> g = run_backward({0x5120, 0x5C00}, {0x3C00, 0x3C00}, DType::F16, opts(Form::Tanh));
     EXPECT_EQ(g[0], 0x3C00u);
@@ -68,6 +91,10 @@ TEST_P(HandedCases, G02_Fp16TanhNoOverflowOfCubeForwardAndGradient) {
 }
 
 TEST_P(HandedCases, G03_Bf16TanhLargeArgumentNoNaN) {
+    require(DType::BF16);
+    if (IsSkipped()) {
+        return;
+    }
     expect_forward(DType::BF16, Form::Tanh, {0x4128, 0x4178}, {0x4128, 0x4178});
 }
 
@@ -192,6 +219,10 @@ TEST_P(HandedCases, G22_GradientAtZeroIsHalf) {
 }
 
 TEST_P(HandedCases, G27_Bf16RoundsToNearestEven) {
+    require(DType::BF16);
+    if (IsSkipped()) {
+        return;
+    }
     std::vector<uint32_t> got = run_forward({0x4040}, DType::BF16, opts());
     EXPECT_EQ(got[0], 0x4040u) << std::hex << got[0];
 }
@@ -204,11 +235,12 @@ TEST_P(HandedCases, G34_Infinities) {
         std::vector<uint32_t> g =
             run_backward({0x7F800000u, 0xFF800000u}, {F(1.0f), F(1.0f)}, DType::F32, opts(form));
         EXPECT_EQ(g[0], F(1.0f)) << form_name(form);
-        EXPECT_EQ(bits_to_float(g[1]), 0.0f) << form_name(form);
-        EXPECT_FALSE(std::isnan(bits_to_float(g[1])));
-        std::vector<uint32_t> h = run_forward({0x7C00, 0xFC00}, DType::F16, opts(form));
-        EXPECT_EQ(h[0], 0x7C00u) << form_name(form);
-        EXPECT_EQ(h[1], 0x8000u) << form_name(form);
+        EXPECT_EQ(g[1], 0x80000000u) << form_name(form) << ": GELU'(-inf) is documented as -0.0";
+        if (built(DType::F16)) {
+            std::vector<uint32_t> h = run_forward({0x7C00, 0xFC00}, DType::F16, opts(form));
+            EXPECT_EQ(h[0], 0x7C00u) << form_name(form);
+            EXPECT_EQ(h[1], 0x8000u) << form_name(form);
+        }
     }
 }
 

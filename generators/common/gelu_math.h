@@ -10,9 +10,9 @@
 //    Mills ratio, fitted as M(t) = s*R(s), s = 4/(4+t) (scripts/fit_mills_ratio.py). Then
 //    Phi(x) = 1 - Q(|x|) for x >= 0 and Q(|x|) for x < 0: no cancellation anywhere.
 //  * Halide compiles with fast-math (reassociation, no-NaN/no-inf). Special values are therefore
-//    classified on the integer bit pattern, and the few places where the order of float32
-//    operations carries the accuracy (Cody-Waite range reduction, two-step 2^-n scaling) are
-//    wrapped in strict_float().
+//    classified on the integer bit pattern, and the place where the order of float32 operations
+//    carries the accuracy (Cody-Waite range reduction) is done in int32 fixed point. strict_float()
+//    is not used: in Halide 21 it turns the whole pipeline strict (no FMA, 3x slower).
 //  * No Halide tanh/exp/erf: tanh lowers to scalar libm on CPU, and Halide's erf cancels in the
 //    left tail. exp is our own, returned as mantissa * 2^-n so that results deep in the
 //    subnormal range are rounded once.
@@ -60,7 +60,7 @@ inline Halide::Expr horner(const Halide::Expr &x, const double *c, int n, const 
 
 // e^{-a} = mant * 2^{-n}, n = round(a / ln 2), mant = e^{-r}, r = a - n ln2 in [-0.35, 0.35].
 // float64: a = a_hi (a_lo unused), Taylor degree 10, truncation 0.3466^11/11! = 2.2e-13 relative.
-// float32: a = A * 2^-17 + a_lo with A an integer (A < 2^24, so a_hi = A*2^-17 <= 128 is exact)
+// float32: a = A * 2^-17 + a_lo with A an integer (A < 2^25, so a_hi = A*2^-17 <= 256 is exact)
 //   and |a_lo| tiny. The Cody-Waite reduction a_hi - n*ln2_hi is done in int32 fixed point:
 //   ln2_hi = 45426 * 2^-16, so a_hi - n*ln2_hi = (A - 2*n*45426) * 2^-17 exactly. Integer
 //   arithmetic is immune to fast-math reassociation, which would otherwise fold ln2_hi + ln2_lo
@@ -111,7 +111,7 @@ inline Halide::Expr ldexp_neg(const Halide::Expr &v, const Halide::Expr &n, cons
         Expr bits = cast<int64_t>(1023 - n) << 52;
         return v * reinterpret(Float(64), bits);
     }
-    Expr n1 = n / 2;
+    Expr n1 = n >> 1;  // n >= 0
     Expr n2 = n - n1;
     Expr s1 = reinterpret(Float(32), (127 - n1) << 23);
     Expr s2 = reinterpret(Float(32), (127 - n2) << 23);
@@ -131,11 +131,6 @@ inline Halide::Expr reciprocal(const Halide::Expr &d, const Halide::Type &t) {
 }
 
 }  // namespace detail
-
-// Values of GELU(x) and GELU'(x) in the compute type, before special-value handling.
-struct GeluParts {
-    Halide::Expr value;  // GELU(x) (forward) or GELU'(x) (backward)
-};
 
 // Exact (erf) GELU of storage value x (already widened to the compute type t), with scale
 // inv_s = 1/s (s = 1 for standard GELU): y = x * Phi(z), z = x * inv_s.
@@ -222,7 +217,8 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
         v = k(t, 1.702) * xc;
         dv = k(t, 1.702);
     }
-    // e^{-|v|}; in float32 |v| <= 142 goes to 2^-17 fixed point (A < 2^24): exact where the
+    // e^{-|v|}; in float32 |v| <= 142.5 goes to 2^-17 fixed point (A < 2^25; A is even above 2^24,
+    // so float32 holds it exactly): exact where the
     // float32 spacing of |v| is >= 2^-17, and the remainder is carried exactly in a_lo otherwise.
     detail::SplitExp e;
     if (f64) {
@@ -283,16 +279,16 @@ inline Halide::Type compute_type(MathMode mode) {
 
 // GELU(x) or GELU'(x) of a storage value, in compute type t, with the infinities applied.
 // NaN lanes hold an unspecified value: callers override them (gelu_forward_output & co).
-// inv_s (float32) is only used by the erf form.
+// inv_s (1/s in the compute type) is only used by the erf form.
 inline Halide::Expr gelu_eval(const Halide::Expr &x_storage, GeluForm form, bool gradient,
-                              const Halide::Expr &inv_s_f32, const Halide::Type &t) {
+                              const Halide::Expr &inv_s, const Halide::Type &t) {
     using namespace Halide;
     Expr xt = cast(t, cast<float>(x_storage));  // exact for fp16/bf16
-    Expr v = form == GeluForm::Erf ? gelu_erf(xt, cast(t, inv_s_f32), gradient, t)
+    Expr v = form == GeluForm::Erf ? gelu_erf(xt, inv_s, gradient, t)
                                    : gelu_sigma(xt, form, gradient, t);
     StorageClass c = classify(x_storage);
     if (!gradient) {
-        return select(c.is_pos_inf, detail::k(t, INFINITY), c.is_neg_inf, detail::k(t, -0.0), v);
+        return select(c.is_pos_inf, xt, c.is_neg_inf, detail::k(t, -0.0), v);
     }
     return select(c.is_pos_inf, detail::k(t, 1.0), c.is_neg_inf, detail::k(t, -0.0), v);
 }
@@ -318,21 +314,21 @@ inline Halide::Expr narrow_to_storage(const Halide::Expr &v, const Halide::Type 
 }
 
 // y = GELU(x) in the storage type of x: rounded once, NaN in -> quiet NaN out.
-inline Halide::Expr gelu_forward_output(const Halide::Expr &x_storage, GeluForm form, const Halide::Expr &inv_s_f32,
+inline Halide::Expr gelu_forward_output(const Halide::Expr &x_storage, GeluForm form, const Halide::Expr &inv_s,
                                         const Halide::Type &t) {
     using namespace Halide;
     const Type st = x_storage.type();
-    Expr y = narrow_to_storage(gelu_eval(x_storage, form, /*gradient=*/false, inv_s_f32, t), st);
+    Expr y = narrow_to_storage(gelu_eval(x_storage, form, /*gradient=*/false, inv_s, t), st);
     return select(classify(x_storage).is_nan, quiet_nan(st), y);
 }
 
 // dx = dy * GELU'(x), multiplied in the compute type and rounded once into the storage type;
 // a NaN in x or dy gives a quiet NaN whatever fast-math assumes.
 inline Halide::Expr gelu_backward_output(const Halide::Expr &x_storage, const Halide::Expr &dy_storage,
-                                         GeluForm form, const Halide::Expr &inv_s_f32, const Halide::Type &t) {
+                                         GeluForm form, const Halide::Expr &inv_s, const Halide::Type &t) {
     using namespace Halide;
     const Type st = dy_storage.type();
-    Expr g = gelu_eval(x_storage, form, /*gradient=*/true, inv_s_f32, t);
+    Expr g = gelu_eval(x_storage, form, /*gradient=*/true, inv_s, t);
     Expr dx = narrow_to_storage(cast(t, cast<float>(dy_storage)) * g, st);
     return select(classify(x_storage).is_nan || classify(dy_storage).is_nan, quiet_nan(st), dx);
 }

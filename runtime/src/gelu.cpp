@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -86,9 +87,15 @@ void validate_view(const char *fn, const Operand &op) {
                         where + ": stride " + std::to_string(v.strides[d]) + " of dimension " + std::to_string(d) +
                             " must be >= 1 (" + v.describe() + ")");
         }
-        if (v.strides[d] > std::numeric_limits<int32_t>::max()) {
+        if (v.shape[d] > 1 && v.strides[d] > std::numeric_limits<int32_t>::max()) {
             throw Error(ErrorCode::TooLarge, where + ": stride " + std::to_string(v.strides[d]) +
                                                  " exceeds 2^31-1 elements (" + v.describe() + ")");
+        }
+    }
+    int64_t count = 1;
+    for (int d = 0; d < v.rank; d++) {
+        if (__builtin_mul_overflow(count, v.shape[d], &count) || count > (int64_t(1) << 62)) {
+            throw Error(ErrorCode::TooLarge, where + ": more than 2^62 elements (" + v.describe() + ")");
         }
     }
     if (v.numel() > 0 && v.data == nullptr) {
@@ -175,9 +182,12 @@ void validate_call(const char *fn, const std::vector<Operand> &ops, const GeluOp
             }
         }
     }
-    if (!(std::isfinite(o.scale) && o.scale > 0.0f)) {
-        throw Error(ErrorCode::InvalidArgument,
-                    std::string(fn) + ": scale s = " + std::to_string(o.scale) + " must be finite and > 0");
+    // s must be a normal float (>= 2^-126): below that 1/s overflows float32 (the fast kernels).
+    if (!(std::isfinite(o.scale) && o.scale >= std::numeric_limits<float>::min())) {
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(o.scale));
+        throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": scale s = " + buf +
+                                                    " must be finite and > 0 (at least 1.17549435e-38)");
     }
     if (o.form != Form::Erf && o.scale != 1.0f) {
         throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": scale is defined for Form::Erf only (got form " +
@@ -267,15 +277,18 @@ void call_kernel(const KernelEntry &k, std::vector<void *> &ptrs, DType dt, cons
     detail::check_halide_status(call_raw(k, hv, scale), k.info.name);
 }
 
-// Runs the kernel, slicing any dimension longer than kMaxExtent.
+// Runs the kernel, slicing any dimension longer than kMaxExtent into equal slices (each at
+// least kMaxExtent/2 long: an autoscheduled kernel's tiles fit in every slice).
 void run_sliced(const KernelEntry &k, std::vector<void *> ptrs, DType dt, Layout l, float scale) {
     for (int d = 0; d < l.rank; d++) {
         if (l.extent[d] > kMaxExtent) {
             const int64_t total = l.extent[d];
+            const int64_t slices = (total + kMaxExtent - 1) / kMaxExtent;
+            const int64_t len = (total + slices - 1) / slices;
             const std::size_t esize = dtype_size(dt);
-            for (int64_t start = 0; start < total; start += kMaxExtent) {
+            for (int64_t start = 0; start < total; start += len) {
                 Layout part = l;
-                part.extent[d] = std::min(kMaxExtent, total - start);
+                part.extent[d] = std::min(len, total - start);
                 std::vector<void *> p = ptrs;
                 for (std::size_t i = 0; i < p.size(); i++) {
                     p[i] = static_cast<char *>(p[i]) + start * l.strides[i][d] * static_cast<int64_t>(esize);
@@ -283,13 +296,6 @@ void run_sliced(const KernelEntry &k, std::vector<void *> ptrs, DType dt, Layout
                 run_sliced(k, p, dt, part, scale);
             }
             return;
-        }
-    }
-    for (std::size_t i = 0; i < ptrs.size(); i++) {
-        for (int d = 0; d < l.rank; d++) {
-            if (l.strides[i][d] * l.extent[d] > (int64_t(1) << 62)) {
-                throw Error(ErrorCode::TooLarge, "tensor spans more than 2^62 elements");
-            }
         }
     }
     call_kernel(k, ptrs, dt, l, scale);
@@ -377,8 +383,16 @@ void dispatch(const char *fn, Direction dir, const std::vector<Operand> &ops, co
         return;
     }
     // Autoscheduled kernel: dense 1-D operands of an extent its schedule accepts.
+    // In place is not safe here: ShiftInwards tiles overlap, so the overlap would be computed
+    // again from already-written outputs (GELU(GELU(x))). Aliased calls take the packed path.
+    bool aliased = false;
+    for (const Operand &out : ops) {
+        for (const Operand &in : ops) {
+            aliased = aliased || (out.is_output && !in.is_output && same_view(in.view, out.view));
+        }
+    }
     const int64_t n_run = n > kMaxExtent ? n : schedule_safe_extent(k, n, dt, o.scale, ops.size());
-    if (dense_1d && n_run == n) {
+    if (dense_1d && n_run == n && !aliased) {
         run_sliced(k, ptrs, dt, l, o.scale);
         return;
     }

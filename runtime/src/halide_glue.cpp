@@ -147,9 +147,13 @@ void check_halide_status(int status, const std::string &kernel_name) {
         return;
     }
     std::string message = t_last_error;
-    if (message.empty()) {
+    {
+        // A message raised on a worker thread (parallel loop) only reached the shared copy.
         std::lock_guard<std::mutex> lock(g_error_mutex);
-        message = g_last_error;
+        if (message.empty()) {
+            message = g_last_error;
+        }
+        g_last_error.clear();
     }
     t_last_error.clear();
     throw Error(ErrorCode::Halide, kernel_name + " failed with Halide status " + std::to_string(status) + ": " +

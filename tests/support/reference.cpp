@@ -241,6 +241,12 @@ int64_t ulp_distance(uint32_t a, uint32_t b, DType dt) {
     if (na || nb) {
         return na && nb ? 0 : (int64_t(1) << 40);
     }
+    // An infinity is only 0 ULP from itself: an overflow to inf must not pass as 1 ULP from
+    // the largest finite value.
+    if (std::isinf(bits_to_double(a, dt)) != std::isinf(bits_to_double(b, dt)) ||
+        (std::isinf(bits_to_double(a, dt)) && a != b)) {
+        return int64_t(1) << 40;
+    }
     const int width = dt == DType::F32 ? 32 : 16;
     const uint32_t sign_bit = 1u << (width - 1);
     auto key = [&](uint32_t v) -> int64_t {

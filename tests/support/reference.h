@@ -35,7 +35,8 @@ float bits_to_float(uint32_t b);
 uint16_t float_to_half_bits_rne(float f);  // reference conversion, independent of F16C
 
 // Distance in ULPs between two storage values of the same dtype, counting subnormal spacing;
-// +0 and -0 are 0 apart. NaN vs NaN is 0; NaN vs a number is a large sentinel (2^40).
+// +0 and -0 are 0 apart. NaN vs NaN is 0; NaN vs a number, and inf vs anything but the same
+// inf, is a large sentinel (2^40).
 int64_t ulp_distance(uint32_t a, uint32_t b, DType dt);
 
 bool bits_is_nan(uint32_t bits, DType dt);

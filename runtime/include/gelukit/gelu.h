@@ -19,7 +19,10 @@
 //   Math::Fast      float32 internals; a few float32 ULP (README lists the measured maxima).
 //
 // Shapes: x, y (and dy, dx) are views of equal shape, rank 1 to 4, equal dtype, any positive
-// strides. y may be the very same view as x (in place); any other overlap is an Error.
+// strides. y may be the very same view as x (in place). Otherwise the byte ranges spanned by an
+// output and each input must not intersect (a conservative check: interleaved but disjoint
+// views of one buffer, e.g. even and odd columns, are rejected too; copy one of them first).
+// scale: Form::Erf only; a normal float (>= 1.17549435e-38), finite.
 // Threads: kernels run on Halide's thread pool; see gelukit/runtime.h.
 // Errors: every bad argument throws gelukit::Error (see error.h); nothing aborts.
 #pragma once
@@ -40,7 +43,7 @@ enum class Schedule { Naive, Hand, Adams2019 };
 
 struct GeluOptions {
     Form form = Form::Erf;
-    float scale = 1.0f;  // s of x * Phi(x / s); Form::Erf only; finite and > 0
+    float scale = 1.0f;  // s of x * Phi(x / s); Form::Erf only; finite, >= 1.17549435e-38
     Math math = Math::Accurate;
     Schedule schedule = Schedule::Hand;
 };
