@@ -102,26 +102,22 @@ protected:
             unit_stride = unit_stride && b.dim(0).stride() == 1;
         }
         Var vo{"vo"}, vi{"vi"}, chunk{"chunk"}, task{"task"};
-        // Contiguous rows: full-width vectors, the tail as one predicated (masked) vector rather
-        // than a scalar loop; chunks of parallel_grain elements (and the outer dims) form the
-        // parallel tasks.
-        out.specialize(unit_stride)
-            .split(d0, vo, vi, lanes, TailStrategy::Predicate)
-            .vectorize(vi)
-            .split(vo, chunk, vo, grain_vectors, TailStrategy::GuardWithIf)
-            .fuse(chunk, d1, task)
-            .fuse(task, d2, task)
-            .fuse(task, d3, task)
-            .parallel(task);
-        // Any other stride (e.g. every other column): same loop structure, strided
-        // (gathered) vector loads and stores.
-        out.split(d0, vo, vi, lanes, TailStrategy::Predicate)
-            .vectorize(vi)
-            .split(vo, chunk, vo, grain_vectors, TailStrategy::GuardWithIf)
-            .fuse(chunk, d1, task)
-            .fuse(task, d2, task)
-            .fuse(task, d3, task)
-            .parallel(task);
+        // Full-width vectors with the tail as one predicated (masked) vector rather than a scalar
+        // loop; chunks of parallel_grain elements (and the outer dims) form the parallel tasks.
+        auto tile = [&](Stage s) {
+            s.split(d0, vo, vi, lanes, TailStrategy::Predicate)
+                .vectorize(vi)
+                .split(vo, chunk, vo, grain_vectors, TailStrategy::GuardWithIf)
+                .fuse(chunk, d1, task)
+                .fuse(task, d2, task)
+                .fuse(task, d3, task)
+                .parallel(task);
+        };
+        // Unit innermost stride: dense vector loads and stores.
+        tile(out.specialize(unit_stride));
+        // Any other stride (e.g. every other column): the same loops with strided (gathered)
+        // vector loads and stores.
+        tile(Stage(out));
     }
 };
 
