@@ -84,18 +84,10 @@ protected:
     }
 
     std::vector<char> pack(const std::vector<uint32_t> &bits) const {
-        std::vector<char> buf(bits.size() * esize());
-        for (std::size_t i = 0; i < bits.size(); i++) {
-            std::memcpy(buf.data() + i * esize(), &bits[i], esize());  // little-endian low bytes
-        }
-        return buf;
+        return pack_bits(bits, k().dtype);
     }
     std::vector<uint32_t> unpack(const std::vector<char> &buf) const {
-        std::vector<uint32_t> bits(buf.size() / esize(), 0);
-        for (std::size_t i = 0; i < bits.size(); i++) {
-            std::memcpy(&bits[i], buf.data() + i * esize(), esize());
-        }
-        return bits;
+        return unpack_bits(buf, k().dtype);
     }
 
     // Runs the kernel on views over x/dy/out storage.

@@ -8,9 +8,7 @@ uint32_t to_bits(double x, DType dt) {
     return round_to_bits({x, 0}, dt);
 }
 
-namespace {
-
-std::vector<char> pack(const std::vector<uint32_t> &bits, DType dt) {
+std::vector<char> pack_bits(const std::vector<uint32_t> &bits, DType dt) {
     std::vector<char> buf(bits.size() * dtype_size(dt));
     for (std::size_t i = 0; i < bits.size(); i++) {
         if (dt == DType::F32) {
@@ -23,7 +21,7 @@ std::vector<char> pack(const std::vector<uint32_t> &bits, DType dt) {
     return buf;
 }
 
-std::vector<uint32_t> unpack(const std::vector<char> &buf, DType dt) {
+std::vector<uint32_t> unpack_bits(const std::vector<char> &buf, DType dt) {
     std::size_t n = buf.size() / dtype_size(dt);
     std::vector<uint32_t> bits(n);
     for (std::size_t i = 0; i < n; i++) {
@@ -38,22 +36,20 @@ std::vector<uint32_t> unpack(const std::vector<char> &buf, DType dt) {
     return bits;
 }
 
-}  // namespace
-
 std::vector<uint32_t> run_forward(const std::vector<uint32_t> &x_bits, DType dt, const GeluOptions &o) {
-    std::vector<char> x = pack(x_bits, dt), y(x.size());
+    std::vector<char> x = pack_bits(x_bits, dt), y(x.size());
     const int64_t n = static_cast<int64_t>(x_bits.size());
     gelu_forward(TensorView::contiguous(x.data(), dt, {n}), TensorView::contiguous(y.data(), dt, {n}), o);
-    return unpack(y, dt);
+    return unpack_bits(y, dt);
 }
 
 std::vector<uint32_t> run_backward(const std::vector<uint32_t> &x_bits, const std::vector<uint32_t> &dy_bits,
                                    DType dt, const GeluOptions &o) {
-    std::vector<char> x = pack(x_bits, dt), dy = pack(dy_bits, dt), dx(x.size());
+    std::vector<char> x = pack_bits(x_bits, dt), dy = pack_bits(dy_bits, dt), dx(x.size());
     const int64_t n = static_cast<int64_t>(x_bits.size());
     gelu_backward(TensorView::contiguous(x.data(), dt, {n}), TensorView::contiguous(dy.data(), dt, {n}),
                   TensorView::contiguous(dx.data(), dt, {n}), o);
-    return unpack(dx, dt);
+    return unpack_bits(dx, dt);
 }
 
 float forward_f32(float x, const GeluOptions &o) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "harness.h"
 #include "reference.h"
 
 namespace gelukit::test {
@@ -38,31 +39,11 @@ std::string SweepResult::summary(DType dt) const {
 
 namespace {
 
-void store(void *base, std::size_t i, uint32_t bits, DType dt) {
-    if (dt == DType::F32) {
-        std::memcpy(static_cast<char *>(base) + 4 * i, &bits, 4);
-    } else {
-        uint16_t h = static_cast<uint16_t>(bits);
-        std::memcpy(static_cast<char *>(base) + 2 * i, &h, 2);
-    }
-}
-
-uint32_t load(const void *base, std::size_t i, DType dt) {
-    if (dt == DType::F32) {
-        uint32_t b;
-        std::memcpy(&b, static_cast<const char *>(base) + 4 * i, 4);
-        return b;
-    }
-    uint16_t h;
-    std::memcpy(&h, static_cast<const char *>(base) + 2 * i, 2);
-    return h;
-}
-
 uint32_t one_bits(DType dt) {
     return dt == DType::F32 ? 0x3F800000u : dt == DType::BF16 ? 0x3F80u : 0x3C00u;
 }
 
-void compare_range(const SweepConfig &cfg, const std::vector<uint32_t> &in, const std::vector<char> &out,
+void compare_range(const SweepConfig &cfg, const std::vector<uint32_t> &in, const std::vector<uint32_t> &out,
                    std::size_t begin, std::size_t end, double root, SweepResult &r) {
     const Form form = cfg.options.form;
     const double s = cfg.options.scale;
@@ -71,7 +52,7 @@ void compare_range(const SweepConfig &cfg, const std::vector<uint32_t> &in, cons
         bool backward = cfg.direction == Direction::Backward;
         RefValue ref = backward ? gelu_grad_ref(form, x, s) : gelu_ref(form, x, s);
         uint32_t want = round_to_bits(ref, cfg.dtype);
-        uint32_t got = load(out.data(), i, cfg.dtype);
+        uint32_t got = out[i];
         int64_t u = ulp_distance(got, want, cfg.dtype);
         r.count++;
         if (u == 0 && (got == want || bits_is_nan(got, cfg.dtype) ||
@@ -101,12 +82,9 @@ void compare_range(const SweepConfig &cfg, const std::vector<uint32_t> &in, cons
 
 SweepResult sweep_inputs(const SweepConfig &cfg, const std::vector<uint32_t> &input_bits) {
     const std::size_t n = input_bits.size();
-    const std::size_t esize = dtype_size(cfg.dtype);
-    std::vector<char> x(n * esize), dy(n * esize), out(n * esize);
-    for (std::size_t i = 0; i < n; i++) {
-        store(x.data(), i, input_bits[i], cfg.dtype);
-        store(dy.data(), i, one_bits(cfg.dtype), cfg.dtype);
-    }
+    std::vector<char> x = pack_bits(input_bits, cfg.dtype);
+    std::vector<char> dy = pack_bits(std::vector<uint32_t>(n, one_bits(cfg.dtype)), cfg.dtype);
+    std::vector<char> out(x.size());
     const int64_t len = static_cast<int64_t>(n);
     TensorView vx = TensorView::contiguous(x.data(), cfg.dtype, {len});
     TensorView vo = TensorView::contiguous(out.data(), cfg.dtype, {len});
@@ -115,13 +93,14 @@ SweepResult sweep_inputs(const SweepConfig &cfg, const std::vector<uint32_t> &in
     } else {
         gelu_backward(vx, TensorView::contiguous(dy.data(), cfg.dtype, {len}), vo, cfg.options);
     }
+    const std::vector<uint32_t> out_bits = unpack_bits(out, cfg.dtype);
     const double root = grad_root(cfg.options.form) * (cfg.options.form == Form::Erf ? cfg.options.scale : 1.0);
     const int t = std::max(1, cfg.threads);
     std::vector<SweepResult> parts(t);
     std::vector<std::thread> workers;
     for (int k = 0; k < t; k++) {
         workers.emplace_back([&, k] {
-            compare_range(cfg, input_bits, out, n * k / t, n * (k + 1) / t, root, parts[k]);
+            compare_range(cfg, input_bits, out_bits, n * k / t, n * (k + 1) / t, root, parts[k]);
         });
     }
     for (auto &w : workers) {
