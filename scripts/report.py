@@ -25,7 +25,7 @@ import sys
 # threads, M, ...) are picked up from the names themselves.
 FAMILIES = {
     "gelu": ["direction", "dtype", "form"],
-    # "ffn": ["direction", "dtype", "form"],
+    "ffn": ["dtype", "form"],
 }
 
 # Variant every group is compared against.
@@ -81,6 +81,7 @@ def load(path):
     # With --benchmark_repetitions, use the median aggregate where present; otherwise the median
     # of the iteration rows of the same name.
     samples = {}  # name -> list of (ns, GB/s)
+    ffn = {}  # parsed name -> row (FFN rows keep their counters: ms, GFLOPs, pct_peak, max_abs_err)
     medians = {}
     errors = {}
     skipped = 0
@@ -91,6 +92,10 @@ def load(path):
             continue
         if row.get("error_occurred"):
             errors[parsed] = row.get("error_message", "error")
+            continue
+        if parsed[0] == "ffn":
+            if row.get("run_type") != "aggregate" or row.get("aggregate_name") == "median":
+                ffn[parsed] = row
             continue
         ns = ns_per_elem(row)
         gbs = float(row["bytes_per_second"]) / 1e9 if "bytes_per_second" in row else None
@@ -109,14 +114,44 @@ def load(path):
         ns = statistics.median(v[0] for v in values)
         gb = [v[1] for v in values if v[1] is not None]
         results[key] = (ns, statistics.median(gb) if gb else None)
-    return doc.get("context", {}), results, errors, skipped
+    return doc.get("context", {}), results, ffn, errors, skipped
 
 
 def fmt(value, digits):
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def render(context, results, errors, skipped, source):
+def render_ffn(rows):
+    """FFN table: one group per (dtype, form, M, d_model, d_ff, threads), ratio to onednn_fused."""
+    out = ["## ffn", "",
+           "ratio = onednn_fused ms / variant ms (> 1 is faster than oneDNN's fused matmul + GELU post-op). "
+           "% peak = GFLOP/s / the measured float32 FMA peak at that thread count. max_abs_err: MiniLM rows, "
+           "against the double-precision reference.", "",
+           "| dtype | form | M | d_model | d_ff | threads | variant | ms | GFLOP/s | % peak | vs onednn_fused | max_abs_err |",
+           "|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|"]
+    groups = {}
+    for (fam, pos, variant, keys), row in rows.items():
+        groups.setdefault((pos, keys), []).append((variant, row))
+
+    def order(item):
+        (pos, keys), _ = item
+        return tuple(sort_value(p) for p in pos) + tuple(sort_value(v) for _, v in keys)
+
+    for (pos, keys), variants in sorted(groups.items(), key=order):
+        k = dict(keys)
+        base = next((float(r["ms"]) for v, r in variants if v == "onednn_fused" and "ms" in r), None)
+        for variant, r in sorted(variants, key=lambda item: float(item[1].get("ms", 1e30))):
+            ms = float(r["ms"]) if "ms" in r else None
+            ratio = f"{base / ms:.2f}x" if base and ms else "n/a"
+            err = f"{float(r['max_abs_err']):.2e}" if "max_abs_err" in r else ""
+            cells = list(pos) + [k.get("M", ""), k.get("d_model", ""), k.get("d_ff", ""), k.get("threads", ""),
+                                 variant, fmt(ms, 3), fmt(r.get("GFLOPs"), 1), fmt(r.get("pct_peak"), 1), ratio, err]
+            out.append("| " + " | ".join(str(c) for c in cells) + " |")
+    out.append("")
+    return out
+
+
+def render(context, results, ffn, errors, skipped, source):
     out = ["# gelukit benchmark report", ""]
     out.append(f"Source: `{source}`")
     out.append("")
@@ -130,7 +165,17 @@ def render(context, results, errors, skipped, source):
                f"> 1 is faster). GB/s counts bytes read + written.")
     out.append("")
 
+    peaks = [f"{k.split(':')[1]} threads {float(v):.0f} GFLOP/s" for k, v in context.items()
+             if k.startswith("fma_peak_gflops_threads:")]
+    if peaks:
+        out.append(f"Float32 FMA peak ({context.get('fma_peak_isa', '?')}, measured): " + ", ".join(peaks) + ".")
+        out.append("")
+
     for family, fields in FAMILIES.items():
+        if family == "ffn":
+            if ffn:
+                out.extend(render_ffn(ffn))
+            continue
         rows = {k: v for k, v in results.items() if k[0] == family}
         if not rows:
             continue
@@ -181,8 +226,8 @@ def main(argv=None):
     parser.add_argument("json", help="Google Benchmark JSON (--benchmark_out_format=json)")
     parser.add_argument("--out", help="write the markdown here as well (directories are created)")
     args = parser.parse_args(argv)
-    context, results, errors, skipped = load(args.json)
-    text = render(context, results, errors, skipped, args.json)
+    context, results, ffn, errors, skipped = load(args.json)
+    text = render(context, results, ffn, errors, skipped, args.json)
     print(text)
     if args.out:
         directory = os.path.dirname(args.out)

@@ -1,3 +1,4 @@
+#include <cstring>
 #include "halide_glue.h"
 
 #include <atomic>
@@ -26,11 +27,28 @@ extern "C" void gelukit_halide_error_handler(void * /*user_context*/, const char
     g_last_error = t_last_error;
 }
 
-std::atomic<int> g_max_isa{static_cast<int>(Isa::AVX512Zen4)};
+std::atomic<int> g_max_isa{static_cast<int>(Isa::AVX512SapphireRapids)};
 std::atomic<int> g_dispatched_isa{-1};
 // Set once any wrapper has asked: a wrapper that rejects every specific sub-target runs its
 // last one (SSE4.1) without asking about it.
 std::atomic<bool> g_any_query{false};
+
+enum class Vendor { Intel, AMD, Other };
+
+Vendor cpu_vendor() {
+    static const Vendor vendor = [] {
+        unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+        __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0), "c"(0));
+        char id[13];
+        std::memcpy(id, &ebx, 4);
+        std::memcpy(id + 4, &edx, 4);
+        std::memcpy(id + 8, &ecx, 4);
+        id[12] = 0;
+        const std::string s = id;
+        return s == "GenuineIntel" ? Vendor::Intel : s == "AuthenticAMD" ? Vendor::AMD : Vendor::Other;
+    }();
+    return vendor;
+}
 
 bool has_feature(int count, const uint64_t *features, halide_target_feature_t f) {
     int word = static_cast<int>(f) / 64;
@@ -39,6 +57,9 @@ bool has_feature(int count, const uint64_t *features, halide_target_feature_t f)
 
 // The ISA level a multi-target wrapper asks about, from the features of that sub-target.
 int isa_level(int count, const uint64_t *features) {
+    if (has_feature(count, features, halide_target_feature_avx512_sapphirerapids)) {
+        return static_cast<int>(Isa::AVX512SapphireRapids);
+    }
     if (has_feature(count, features, halide_target_feature_avx512_zen4)) {
         return static_cast<int>(Isa::AVX512Zen4);
     }
@@ -57,6 +78,13 @@ extern "C" int gelukit_can_use_target_features(int count, const uint64_t *featur
     g_any_query.store(true);
     int level = isa_level(count, features);
     if (level > g_max_isa.load()) {
+        return 0;
+    }
+    // Vendor-tuned sub-targets only on their vendor's CPUs (see Isa in runtime.h).
+    if (level == static_cast<int>(Isa::AVX512SapphireRapids) && cpu_vendor() != Vendor::Intel) {
+        return 0;
+    }
+    if (level == static_cast<int>(Isa::AVX512Zen4) && cpu_vendor() != Vendor::AMD) {
         return 0;
     }
     int ok = halide_default_can_use_target_features(count, features);
@@ -82,18 +110,21 @@ const char *isa_name(Isa isa) {
         return "avx512_skylake";
     case Isa::AVX512Zen4:
         return "avx512_zen4";
+    case Isa::AVX512SapphireRapids:
+        return "avx512_sapphirerapids";
     }
     return "invalid-isa";
 }
 
 Isa isa_from_name(const std::string &name) {
-    for (Isa isa : {Isa::SSE41, Isa::AVX2, Isa::AVX512Skylake, Isa::AVX512Zen4}) {
+    for (Isa isa : {Isa::SSE41, Isa::AVX2, Isa::AVX512Skylake, Isa::AVX512Zen4, Isa::AVX512SapphireRapids}) {
         if (name == isa_name(isa)) {
             return isa;
         }
     }
     throw Error(ErrorCode::InvalidArgument,
-                "unknown ISA '" + name + "' (expected sse41, avx2, avx512_skylake or avx512_zen4)");
+                "unknown ISA '" + name +
+                    "' (expected sse41, avx2, avx512_skylake, avx512_zen4 or avx512_sapphirerapids)");
 }
 
 void set_max_isa(Isa isa) {

@@ -19,8 +19,13 @@ void set_num_threads(int n);
 int num_threads();
 
 // x86-64 instruction sets the kernel libraries are built for, in dispatch order.
-enum class Isa { SSE41 = 0, AVX2 = 1, AVX512Skylake = 2, AVX512Zen4 = 3 };
-const char *isa_name(Isa isa);  // "sse41", "avx2", "avx512_skylake", "avx512_zen4"
+// The two newest are vendor-tuned (LLVM -mcpu=sapphirerapids / znver4) and may use instructions
+// only their vendor implements (znver4 code contains AMD's SSE4a `insertq`, which faults on
+// Intel), so each is dispatched only on its vendor's CPUs; the cap order puts both above
+// AVX512Skylake, the vendor-neutral AVX-512 level.
+enum class Isa { SSE41 = 0, AVX2 = 1, AVX512Skylake = 2, AVX512Zen4 = 3, AVX512SapphireRapids = 4 };
+// "sse41", "avx2", "avx512_skylake", "avx512_zen4", "avx512_sapphirerapids"
+const char *isa_name(Isa isa);
 Isa isa_from_name(const std::string &name);  // throws Error(InvalidArgument) on unknown names
 
 // Caps the instruction set the multi-target kernels may dispatch to (the CPU's own limit still

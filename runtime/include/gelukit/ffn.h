@@ -1,0 +1,110 @@
+// Transformer feed-forward blocks with the GELU (or SiLU) fused into the GEMM epilogue.
+//
+// Kinds (M tokens, d_model in/out features, d_ff hidden features; "·" is a matrix product with
+// the weight in PyTorch nn.Linear layout, i.e. h·W1ᵀ):
+//   FfnKind::LinearGelu  out = GELU(h·W1ᵀ + b1)                        out: M × d_ff
+//   FfnKind::Ffn         out = GELU(h·W1ᵀ + b1)·W2ᵀ + b2 [+ h]           out: M × d_model
+//                        (Vaswani et al. 2017, eq. 2, with GELU as in BERT, Devlin et al. 2019)
+//   FfnKind::GeGLU       out = (GELU(h·W1ᵀ) ⊙ (h·Vᵀ))·W2ᵀ [+ h]          (Shazeer 2020,
+//   FfnKind::SwiGLU      out = (SiLU(h·W1ᵀ) ⊙ (h·Vᵀ))·W2ᵀ [+ h]           "GLU Variants Improve
+//                        SiLU(x) = x·σ(x) (Elfwing et al. 2017);           the Transformer", eq. 5/6)
+//                        biases b1 (on h·W1ᵀ) and b2 are optional here as everywhere.
+// The GELU form (erf / tanh / sigmoid, see gelu.h) is chosen by FeedForwardOptions::form; SwiGLU
+// ignores it.
+//
+// Layouts and shapes (all row-major, dense, dimension 0 outermost, like PyTorch):
+//   h    [M, d_model]             activations (M >= 1 tokens)
+//   w1   [d_ff, d_model]          nn.Linear(d_model, d_ff).weight   (BERT: intermediate.dense)
+//   b1   [d_ff]                   optional (data == nullptr: no bias)
+//   v    [d_ff, d_model]          GeGLU/SwiGLU only: the linear ("up") projection
+//   w2   [d_out, d_ff]            nn.Linear(d_ff, d_out).weight     (BERT: output.dense, d_out =
+//                                 d_model; any d_out >= 1 is accepted)
+//   b2   [d_out]                  optional
+//   out  [M, d_out] (or [M, d_ff] for LinearGelu); must not overlap h. Rows of h and out may be
+//        padded (row stride >= row length); elements within a row are contiguous.
+//   residual requires d_out == d_model.
+// Dtypes: DType::F32 everywhere, or DType::BF16 everywhere (weights, biases, h, out). Products
+// are accumulated in float32 in both cases; bf16 output is rounded once, to nearest even.
+// The pre-activation z = h·W1ᵀ + b1 is kept in float32 (the bias is added to the float32
+// accumulator, never rounded to bf16 first: handed case G28), then GELU is evaluated with the
+// float32 kernels of gelu.h (Math::Fast numerics) and, for bf16, the GELU output is rounded to
+// bf16 before the second GEMM (the intermediate activation is bf16, as in a bf16 model).
+//
+// Weights are packed once, at construction, into gelukit's GEMM layout (see pack_weights below);
+// FeedForward owns the packed copy, so the caller's buffers may be freed afterwards.
+//
+// Errors: gelukit::Error (InvalidArgument) for null data, a missing required weight, shapes that
+// do not agree, non-dense views, a dtype other than F32/BF16 or mixed dtypes; TooLarge when a
+// dimension exceeds 2^31 - 1 elements. Nothing aborts.
+// Schedules: Hand for every kind, form and dtype; Naive for Ffn and LinearGelu, Adams2019 for
+// LinearGelu, with f32 and Form::Erf (ffn_kernels() lists what is built; others throw
+// Unsupported). The Adams2019 kernel is tuned for BERT-base sizes (M ~512, 768 -> 3072); a
+// problem whose tiles would read outside the weights throws Unsupported (use Hand).
+// Threads: forward() runs on Halide's thread pool (gelukit::set_num_threads) and may be called
+// concurrently from several threads on one FeedForward (it is read-only after construction).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gelukit/gelu.h"
+#include "gelukit/tensor.h"
+
+namespace gelukit {
+
+enum class FfnKind { LinearGelu, Ffn, GeGLU, SwiGLU };
+
+const char *ffn_kind_name(FfnKind kind);  // "linear_gelu", "ffn", "geglu", "swiglu"
+
+struct FeedForwardWeights {
+    TensorView w1;  // [d_ff, d_model]
+    TensorView b1;  // [d_ff] or data == nullptr
+    TensorView v;   // [d_ff, d_model] for GeGLU / SwiGLU, else unused
+    TensorView w2;  // [d_out, d_ff] for Ffn / GeGLU / SwiGLU (d_out = d_model in a transformer)
+    TensorView b2;  // [d_out] or data == nullptr
+};
+
+struct FeedForwardOptions {
+    FfnKind kind = FfnKind::Ffn;
+    Form form = Form::Erf;              // GELU form of the epilogue (ignored by SwiGLU)
+    DType dtype = DType::F32;           // F32 or BF16
+    Schedule schedule = Schedule::Hand;  // Hand, Naive or Adams2019 (where built)
+    bool residual = false;              // out += h (Ffn / GeGLU / SwiGLU; d_model in == out)
+};
+
+// One compiled FFN kernel library of the registry (cmake/GelukitKernels.cmake).
+struct FfnKernelInfo {
+    std::string name;  // e.g. "ffn_f32_erf_hand"
+    FfnKind kind;
+    DType dtype;
+    std::string form;  // "erf", "tanh", "sigmoid" or "silu" (SwiGLU)
+    Schedule schedule;
+};
+const std::vector<FfnKernelInfo> &ffn_kernels();
+
+class FeedForward {
+public:
+    FeedForward(const FeedForwardWeights &weights, const FeedForwardOptions &options);
+    ~FeedForward();
+    FeedForward(FeedForward &&) noexcept;
+    FeedForward &operator=(FeedForward &&) noexcept;
+
+    // out = block(h); h [M, d_model], out [M, d_out()], same dtype as the weights. M = 0 is a
+    // valid empty batch.
+    void forward(const TensorView &h, const TensorView &out) const;
+
+    int64_t d_model() const;
+    int64_t d_ff() const;
+    int64_t d_out() const;  // columns of out: w2's rows, or d_ff for LinearGelu
+    const FeedForwardOptions &options() const;
+    // Multiply-adds per token row times 2: the FLOP count of one row of forward().
+    double flops_per_row() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gelukit

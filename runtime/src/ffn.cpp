@@ -1,0 +1,464 @@
+// gelukit::FeedForward: weight packing, argument checks and dispatch to the FFN kernel libraries.
+#include "gelukit/ffn.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/ffn_layout.h"
+#include "gelukit/error.h"
+#include "gelukit/generated/ffn_kernel_headers.h"
+#include "halide_glue.h"
+
+namespace gelukit {
+namespace {
+
+using ffn_layout::kPanel;
+using ArgvFn = int (*)(void **);
+
+struct FfnEntry {
+    FfnKernelInfo info;
+    ArgvFn fn;
+};
+
+FfnKind kind_of(const char *s) {
+    const std::string k = s;
+    return k == "linear_gelu" ? FfnKind::LinearGelu
+         : k == "ffn"         ? FfnKind::Ffn
+         : k == "geglu"       ? FfnKind::GeGLU
+                              : FfnKind::SwiGLU;
+}
+DType dtype_of(const char *s) {
+    return std::string(s) == "bf16" ? DType::BF16 : DType::F32;
+}
+Schedule schedule_of(const char *s) {
+    const std::string k = s;
+    return k == "naive" ? Schedule::Naive : k == "hand" ? Schedule::Hand : Schedule::Adams2019;
+}
+
+const std::vector<FfnEntry> &registry() {
+    static const std::vector<FfnEntry> entries = {
+#define GELUKIT_FFN_KERNEL(name, kind, dtype, form, schedule) \
+    {{#name, kind_of(#kind), dtype_of(#dtype), #form, schedule_of(#schedule)}, &name##_argv},
+#include "gelukit/generated/ffn_kernels.inc"
+#undef GELUKIT_FFN_KERNEL
+    };
+    return entries;
+}
+
+const FfnEntry &find_kernel(const FeedForwardOptions &o) {
+    const std::string form = o.kind == FfnKind::SwiGLU ? "silu" : form_name(o.form);
+    for (const FfnEntry &e : registry()) {
+        if (e.info.kind == o.kind && e.info.dtype == o.dtype && e.info.form == form &&
+            e.info.schedule == o.schedule) {
+            return e;
+        }
+    }
+    throw Error(ErrorCode::Unsupported, std::string("FeedForward: no ") + ffn_kind_name(o.kind) + " kernel for dtype " +
+                                            dtype_name(o.dtype) + ", form " + form + ", schedule " +
+                                            schedule_name(o.schedule) + " (see gelukit::ffn_kernels())");
+}
+
+constexpr int64_t kMaxDim = INT32_MAX;
+// The Adams2019 FFN libraries are scheduled for the BERT-base estimate (generators/ffn_generator.cpp
+// set_estimates: 512 tokens, 768 / 3072 features); none of their tiles is larger.
+constexpr int64_t kAutoschedMinRows = 512, kAutoschedMinCols = 3072;
+
+// 64-byte aligned owned storage (one cache line / one zmm).
+struct AlignedBytes {
+    struct Free {
+        void operator()(void *p) const {
+            std::free(p);
+        }
+    };
+    std::unique_ptr<uint8_t, Free> ptr;
+    std::size_t size = 0;
+    void allocate(std::size_t bytes) {
+        size = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
+        ptr.reset(static_cast<uint8_t *>(std::aligned_alloc(64, size)));
+        if (!ptr) {
+            throw Error(ErrorCode::TooLarge, "FeedForward: cannot allocate " + std::to_string(bytes) + " bytes");
+        }
+        std::memset(ptr.get(), 0, size);
+    }
+};
+
+int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
+// Checks that `t` is a dense row-major matrix [rows][cols] of dtype dt.
+void check_matrix(const char *what, const TensorView &t, DType dt, int64_t rows, int64_t cols) {
+    if (t.data == nullptr) {
+        throw Error(ErrorCode::InvalidArgument, std::string("FeedForward: ") + what + " is null");
+    }
+    if (t.dtype != dt) {
+        throw Error(ErrorCode::InvalidArgument, std::string("FeedForward: ") + what + " has dtype " +
+                                                    dtype_name(t.dtype) + ", expected " + dtype_name(dt));
+    }
+    if (t.rank != 2 || t.shape[0] != rows || t.shape[1] != cols) {
+        throw Error(ErrorCode::InvalidArgument, std::string("FeedForward: ") + what + " is " + t.describe() +
+                                                    ", expected shape [" + std::to_string(rows) + "," +
+                                                    std::to_string(cols) + "]");
+    }
+    if (t.strides[1] != 1 || t.strides[0] != cols) {
+        throw Error(ErrorCode::InvalidArgument, std::string("FeedForward: ") + what + " is " + t.describe() +
+                                                    ": weights must be dense row-major (PyTorch nn.Linear layout)");
+    }
+}
+
+void check_vector(const char *what, const TensorView &t, DType dt, int64_t n) {
+    if (t.dtype != dt || t.rank != 1 || t.shape[0] != n || (n > 1 && t.strides[0] != 1)) {
+        throw Error(ErrorCode::InvalidArgument, std::string("FeedForward: ") + what + " is " + t.describe() +
+                                                    ", expected dense " + dtype_name(dt) + "[" + std::to_string(n) +
+                                                    "]");
+    }
+}
+
+float load_float(const void *p, DType dt, int64_t i) {
+    if (dt == DType::F32) {
+        return static_cast<const float *>(p)[i];
+    }
+    const uint32_t bits = uint32_t(static_cast<const uint16_t *>(p)[i]) << 16;  // bf16 = top half
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+// Packs W [n][k] (PyTorch layout) into panels (ffn_layout.h), zero-padded to k_padded columns
+// (the kernel's reduction length: k rounded up to kpair, or for W2 to whole d_ff panels).
+void pack_panels(const TensorView &w, int64_t n, int64_t k, int64_t k_padded, DType dt, AlignedBytes &dst) {
+    const int kpair = ffn_layout::kpair_for_bits(int(dtype_size(dt)) * 8);
+    const int64_t np = ceil_div(n, kPanel), kp = ceil_div(k_padded, kpair);
+    const std::size_t es = dtype_size(dt);
+    dst.allocate(std::size_t(np) * kPanel * kp * kpair * es);
+    const uint8_t *src = static_cast<const uint8_t *>(w.data);
+    for (int64_t row = 0; row < n; row++) {
+        const int64_t po = row / kPanel, pi = row % kPanel;
+        for (int64_t col = 0; col < k; col++) {
+            const int64_t ko = col / kpair, kk = col % kpair;
+            const int64_t idx = ((po * kp + ko) * kPanel + pi) * kpair + kk;
+            std::memcpy(dst.ptr.get() + idx * es, src + (row * k + col) * es, es);
+        }
+    }
+}
+
+void pack_bias(const TensorView &b, int64_t n, DType dt, AlignedBytes &dst) {
+    dst.allocate(std::size_t(ceil_div(n, kPanel)) * kPanel * sizeof(float));
+    float *out = reinterpret_cast<float *>(dst.ptr.get());
+    for (int64_t i = 0; b.data != nullptr && i < n; i++) {
+        out[i] = load_float(b.data, dt, i);
+    }
+}
+
+halide_type_t halide_type_of(DType dt) {
+    return dt == DType::F32 ? halide_type_t(halide_type_float, 32) : halide_type_t(halide_type_bfloat, 16);
+}
+
+struct HalideBuffer {
+    halide_buffer_t buf{};
+    halide_dimension_t dims[4]{};
+    HalideBuffer(void *data, halide_type_t type, std::initializer_list<std::pair<int64_t, int64_t>> extent_stride) {
+        buf.host = static_cast<uint8_t *>(data);
+        buf.type = type;
+        buf.dim = dims;
+        buf.dimensions = 0;
+        for (const auto &es : extent_stride) {
+            dims[buf.dimensions++] = halide_dimension_t(0, int32_t(es.first), int32_t(es.second));
+        }
+    }
+};
+
+// Adams2019 tiles shift inwards at the tensor edges and may then read outside the packed panels
+// of a small problem. Halide's bounds query (every buffer with host == nullptr) reports the
+// region each input would be read over; any region outside the real buffer is refused here with
+// a clear error instead of being left to Halide's generic "accessed at" failure.
+void check_autoscheduled_bounds(const FfnEntry *kernel, const std::vector<void *> &args,
+                                std::initializer_list<HalideBuffer *> inputs) {
+    std::vector<HalideBuffer> query;
+    query.reserve(args.size());
+    std::vector<void *> qargs = args;
+    for (std::size_t i = 0; i < args.size(); i++) {
+        for (HalideBuffer *b : inputs) {
+            if (args[i] == &b->buf) {
+                query.push_back(*b);
+                query.back().buf.dim = query.back().dims;
+                query.back().buf.host = nullptr;
+                qargs[i] = &query.back().buf;
+            }
+        }
+    }
+    if (const int status = kernel->fn(qargs.data()); status != 0) {
+        // The constraints of the packed inputs (min 0) already fail the query: same verdict.
+        try {
+            detail::check_halide_status(status, kernel->info.name + " (bounds query)");
+        } catch (const Error &e) {
+            throw Error(ErrorCode::Unsupported, "FeedForward: the adams2019 kernel " + kernel->info.name +
+                                                    " is scheduled for BERT-sized problems and its tiles do not "
+                                                    "fit this one (" + e.what() + "); use Schedule::Hand");
+        }
+    }
+    std::size_t qi = 0;
+    for (std::size_t i = 0; i < args.size(); i++) {
+        if (qargs[i] == args[i]) {
+            continue;
+        }
+        const halide_buffer_t *real = static_cast<const halide_buffer_t *>(args[i]);
+        const halide_buffer_t &need = query[qi++].buf;
+        for (int d = 0; d < real->dimensions; d++) {
+            if (need.dim[d].min < 0 || need.dim[d].min + need.dim[d].extent > real->dim[d].extent) {
+                throw Error(ErrorCode::Unsupported,
+                            "FeedForward: the adams2019 kernel " + kernel->info.name +
+                                " is scheduled for BERT-sized problems and its tiles do not fit this one (an "
+                                "input would be read over [" + std::to_string(need.dim[d].min) + ", " +
+                                std::to_string(need.dim[d].min + need.dim[d].extent) + ") of dimension " +
+                                std::to_string(d) + ", which has " + std::to_string(real->dim[d].extent) +
+                                "); use Schedule::Hand");
+            }
+        }
+    }
+}
+
+}  // namespace
+
+const char *ffn_kind_name(FfnKind kind) {
+    switch (kind) {
+    case FfnKind::LinearGelu:
+        return "linear_gelu";
+    case FfnKind::Ffn:
+        return "ffn";
+    case FfnKind::GeGLU:
+        return "geglu";
+    case FfnKind::SwiGLU:
+        return "swiglu";
+    }
+    return "?";
+}
+
+const std::vector<FfnKernelInfo> &ffn_kernels() {
+    static const std::vector<FfnKernelInfo> infos = [] {
+        std::vector<FfnKernelInfo> v;
+        for (const FfnEntry &e : registry()) {
+            v.push_back(e.info);
+        }
+        return v;
+    }();
+    return infos;
+}
+
+struct FeedForward::Impl {
+    FeedForwardOptions options;
+    const FfnEntry *kernel = nullptr;
+    int64_t d_model = 0, d_ff = 0, d_out2 = 0;
+    int kpair = 1;
+    AlignedBytes w1, b1, v, w2, b2;
+
+    bool gated() const {
+        return options.kind == FfnKind::GeGLU || options.kind == FfnKind::SwiGLU;
+    }
+    bool second_gemm() const {
+        return options.kind != FfnKind::LinearGelu;
+    }
+    int64_t d_out() const {
+        return second_gemm() ? d_out2 : d_ff;
+    }
+};
+
+FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &options)
+    : impl_(std::make_unique<Impl>()) {
+    detail::ensure_initialized();
+    Impl &im = *impl_;
+    im.options = options;
+    if (options.dtype != DType::F32 && options.dtype != DType::BF16) {
+        throw Error(ErrorCode::Unsupported, std::string("FeedForward: dtype ") + dtype_name(options.dtype) +
+                                                " is not supported (f32 or bf16)");
+    }
+    if (options.residual && options.kind == FfnKind::LinearGelu) {
+        throw Error(ErrorCode::InvalidArgument, "FeedForward: residual needs a block whose output is d_model wide "
+                                                "(Ffn, GeGLU, SwiGLU), not LinearGelu");
+    }
+    im.kernel = &find_kernel(options);
+    if (w.w1.data == nullptr || w.w1.rank != 2) {
+        throw Error(ErrorCode::InvalidArgument, "FeedForward: w1 must be a [d_ff, d_model] matrix (got " +
+                                                    (w.w1.data ? w.w1.describe() : std::string("null")) + ")");
+    }
+    im.d_ff = w.w1.shape[0];
+    im.d_model = w.w1.shape[1];
+    if (im.d_ff < 1 || im.d_model < 1) {
+        throw Error(ErrorCode::InvalidArgument, "FeedForward: w1 is " + w.w1.describe() + ": empty");
+    }
+    if (im.d_ff > kMaxDim / kPanel || im.d_model > kMaxDim / kPanel ||
+        im.d_ff * im.d_model > (int64_t(1) << 40)) {
+        throw Error(ErrorCode::TooLarge, "FeedForward: w1 is " + w.w1.describe() + ": too large");
+    }
+    const DType dt = options.dtype;
+    im.kpair = ffn_layout::kpair_for_bits(int(dtype_size(dt)) * 8);
+    check_matrix("w1", w.w1, dt, im.d_ff, im.d_model);
+    if (w.b1.data != nullptr) {
+        check_vector("b1", w.b1, dt, im.d_ff);
+    }
+    const int64_t k_pad = ceil_div(im.d_model, im.kpair) * im.kpair;
+    pack_panels(w.w1, im.d_ff, im.d_model, k_pad, dt, im.w1);
+    pack_bias(w.b1, im.d_ff, dt, im.b1);
+    if (im.gated()) {
+        check_matrix("v", w.v, dt, im.d_ff, im.d_model);
+        pack_panels(w.v, im.d_ff, im.d_model, k_pad, dt, im.v);
+    }
+    if (im.second_gemm()) {
+        if (w.w2.data == nullptr || w.w2.rank != 2 || w.w2.shape[0] < 1 || w.w2.shape[0] > kMaxDim / kPanel) {
+            throw Error(ErrorCode::InvalidArgument, "FeedForward: w2 must be a [d_out, d_ff = " + std::to_string(im.d_ff) +
+                                                        "] matrix (got " +
+                                                        (w.w2.data ? w.w2.describe() : std::string("null")) + ")");
+        }
+        im.d_out2 = w.w2.shape[0];
+        check_matrix("w2", w.w2, dt, im.d_out2, im.d_ff);
+        if (w.b2.data != nullptr) {
+            check_vector("b2", w.b2, dt, im.d_out2);
+        }
+        if (options.residual && im.d_out2 != im.d_model) {
+            throw Error(ErrorCode::InvalidArgument, "FeedForward: residual needs d_out == d_model, but w2 is " +
+                                                        w.w2.describe() + " and d_model is " +
+                                                        std::to_string(im.d_model));
+        }
+        // The second GEMM reduces over every column of the padded intermediate (whole panels of
+        // d_ff, whose extra columns hold GELU(0) = 0): W2 gets zero rows up to that length.
+        pack_panels(w.w2, im.d_out2, im.d_ff, ceil_div(im.d_ff, kPanel) * kPanel, dt, im.w2);
+        pack_bias(w.b2, im.d_out2, dt, im.b2);
+    }
+}
+
+FeedForward::~FeedForward() = default;
+FeedForward::FeedForward(FeedForward &&) noexcept = default;
+FeedForward &FeedForward::operator=(FeedForward &&) noexcept = default;
+
+int64_t FeedForward::d_model() const {
+    return impl_->d_model;
+}
+int64_t FeedForward::d_ff() const {
+    return impl_->d_ff;
+}
+int64_t FeedForward::d_out() const {
+    return impl_->d_out();
+}
+const FeedForwardOptions &FeedForward::options() const {
+    return impl_->options;
+}
+double FeedForward::flops_per_row() const {
+    const double first = 2.0 * double(impl_->d_model) * double(impl_->d_ff);
+    const double second = 2.0 * double(impl_->d_ff) * double(impl_->d_out2);
+    switch (impl_->options.kind) {
+    case FfnKind::LinearGelu:
+        return first;
+    case FfnKind::Ffn:
+        return first + second;
+    default:
+        return 2 * first + second;
+    }
+}
+
+void FeedForward::forward(const TensorView &h, const TensorView &out) const {
+    const Impl &im = *impl_;
+    const DType dt = im.options.dtype;
+    const int64_t d_out = im.d_out();
+    auto bad = [&](const std::string &msg) { return Error(ErrorCode::InvalidArgument, "FeedForward::forward: " + msg); };
+    if (h.data == nullptr || out.data == nullptr) {
+        throw bad(std::string(h.data == nullptr ? "h" : "out") + " is null");
+    }
+    if (h.dtype != dt || out.dtype != dt) {
+        throw bad("h is " + h.describe() + " and out is " + out.describe() + "; both must be " + dtype_name(dt) +
+                  " like the weights");
+    }
+    if (h.rank != 2 || h.shape[1] != im.d_model) {
+        throw bad("h is " + h.describe() + ", expected [M, d_model = " + std::to_string(im.d_model) + "]");
+    }
+    const int64_t M = h.shape[0];
+    if (out.rank != 2 || out.shape[0] != M || out.shape[1] != d_out) {
+        throw bad("out is " + out.describe() + ", expected [M = " + std::to_string(M) + ", " +
+                  std::to_string(d_out) + "]");
+    }
+    if (M > kMaxDim) {
+        throw Error(ErrorCode::TooLarge, "FeedForward::forward: M = " + std::to_string(M) + " exceeds 2^31 - 1");
+    }
+    // Rows may be padded (row stride >= row length), elements must be contiguous.
+    for (const TensorView *t : {&h, &out}) {
+        if (t->strides[1] != 1 || (M > 1 && t->strides[0] < t->shape[1]) || t->strides[0] > kMaxDim) {
+            throw bad((t == &h ? "h is " : "out is ") + t->describe() +
+                      ": rows must be contiguous and must not overlap (strides [>= cols, 1])");
+        }
+    }
+    if (M == 0) {
+        return;
+    }
+    const std::size_t es = dtype_size(dt);
+    const auto *hb = static_cast<const uint8_t *>(h.data);
+    const auto *ob = static_cast<const uint8_t *>(out.data);
+    const std::size_t h_bytes = std::size_t((M - 1) * h.strides[0] + h.shape[1]) * es;
+    const std::size_t o_bytes = std::size_t((M - 1) * out.strides[0] + out.shape[1]) * es;
+    if (hb < ob + o_bytes && ob < hb + h_bytes) {
+        throw bad("out overlaps h; the block reads all of h's row while writing it (use a separate buffer)");
+    }
+
+    // bf16 pairs along d_model: an odd d_model gets a zero column (a copy of h).
+    const int64_t k_pad = ceil_div(im.d_model, im.kpair) * im.kpair;
+    void *h_data = h.data;
+    int64_t h_row_stride = h.strides[0];
+    std::vector<uint16_t> h_copy;
+    if (k_pad != im.d_model) {
+        h_copy.assign(std::size_t(M * k_pad), 0);
+        for (int64_t m = 0; m < M; m++) {
+            std::memcpy(&h_copy[std::size_t(m * k_pad)], hb + std::size_t(m * h.strides[0]) * es, std::size_t(im.d_model) * es);
+        }
+        h_data = h_copy.data();
+        h_row_stride = k_pad;
+    }
+    const halide_type_t ht = halide_type_of(dt);
+    const halide_type_t f32(halide_type_float, 32);
+    const int64_t panels_ff = ceil_div(im.d_ff, kPanel), panels_out = ceil_div(im.d_out2, kPanel);
+    const int kp = im.kpair;
+    HalideBuffer H(h_data, ht, {{k_pad, 1}, {M, h_row_stride}});
+    HalideBuffer W1(im.w1.ptr.get(), ht, {{kp, 1}, {kPanel, kp}, {k_pad / kp, kp * kPanel}, {panels_ff, k_pad * kPanel}});
+    HalideBuffer B1(im.b1.ptr.get(), f32, {{kPanel, 1}, {panels_ff, kPanel}});
+    HalideBuffer V(im.v.ptr.get(), ht, {{kp, 1}, {kPanel, kp}, {k_pad / kp, kp * kPanel}, {panels_ff, k_pad * kPanel}});
+    const int64_t ff_pad = panels_ff * kPanel;
+    HalideBuffer W2(im.w2.ptr.get(), ht, {{kp, 1}, {kPanel, kp}, {ff_pad / kp, kp * kPanel}, {panels_out, ff_pad * kPanel}});
+    HalideBuffer B2(im.b2.ptr.get(), f32, {{kPanel, 1}, {panels_out, kPanel}});
+    // Adams2019 shifts its output tiles inwards (tiles up to its estimate, 512 tokens x 768
+    // features), which writes before the start of a smaller output: give it a scratch output of
+    // at least that size and copy the real part out.
+    void *out_data = out.data;
+    int64_t out_rows = M, out_cols = d_out, out_stride = out.strides[0];
+    std::vector<uint8_t> scratch;
+    if (im.options.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < kAutoschedMinCols)) {
+        out_rows = std::max(M, kAutoschedMinRows), out_cols = std::max(d_out, kAutoschedMinCols);
+        out_stride = out_cols;
+        scratch.assign(std::size_t(out_rows * out_cols) * es, 0);
+        out_data = scratch.data();
+    }
+    HalideBuffer O(out_data, ht, {{out_cols, 1}, {out_rows, out_stride}});
+    bool residual = im.options.residual;
+
+    std::vector<void *> args = {&H.buf, &W1.buf, &B1.buf};
+    if (im.gated()) {
+        args.push_back(&V.buf);
+    }
+    if (im.second_gemm()) {
+        args.push_back(&W2.buf);
+        args.push_back(&B2.buf);
+        args.push_back(&residual);
+    }
+    args.push_back(&O.buf);
+    if (im.options.schedule == Schedule::Adams2019) {
+        check_autoscheduled_bounds(im.kernel, args, {&H, &W1, &B1, &V, &W2, &B2});
+    }
+    detail::check_halide_status(im.kernel->fn(args.data()), im.kernel->info.name);
+    if (!scratch.empty()) {
+        for (int64_t m = 0; m < M; m++) {
+            std::memcpy(const_cast<uint8_t *>(ob) + std::size_t(m * out.strides[0]) * es,
+                        scratch.data() + std::size_t(m * out_cols) * es, std::size_t(d_out) * es);
+        }
+    }
+}
+
+}  // namespace gelukit

@@ -1,0 +1,614 @@
+// Feed-forward kernels (gelukit/ffn.h): every registry kernel against a double-precision
+// reference GEMM, the handed FFN cases (G10, G11, G13, G15, G28, G32, G47), the real MiniLM
+// weights, and argument errors.
+//
+// Tolerance (scales with K): a float32 dot product of K terms, summed in any order, is within
+// gamma_K * sum|terms| of the exact sum, gamma_K = K u / (1 - K u), u = 2^-24 (Higham,
+// "Accuracy and Stability of Numerical Algorithms", 2nd ed., eq. 3.5). The bound is propagated
+// through the epilogue with |GELU'| <= 1.13 (erf/tanh/sigmoid; SiLU' <= 1.1), plus one rounding
+// of the activation (bf16: 2^-8 relative) and of the output. Per output element:
+//   e1(n)   = gamma_{K+1} (|b1_n| + sum_k |h_k W1_nk|)                     pre-activation error
+//   ea(n)   = 1.13 e1(n) + u_act |a_n| + (gated: |GELU| ev(n) + |v_n| 1.13 e1(n))
+//   eout(j) = gamma_{d_ff+1} (|b2_j| + sum_n |a_n W2_jn|) + sum_n |W2_jn| ea(n)
+//             + u_out |y_j| (+ residual rounding) + 1e-30
+// with u_act = u_out = 2^-24 (f32) or 2^-8 (bf16). The check is |y - ref| <= 2 * bound: the
+// factor 2 covers the float64 GELU evaluation and the product of two first-order terms.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <array>
+#include <cstring>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gelukit/error.h"
+#include "gelukit/ffn.h"
+#include "minilm.h"
+#include "support/reference.h"
+
+namespace gelukit {
+// Readable parameter in failure messages (instead of the bytes of the struct); found by ADL.
+void PrintTo(const FfnKernelInfo &k, std::ostream *os) {
+    *os << k.name;
+}
+}  // namespace gelukit
+
+namespace gelukit::test {
+namespace {
+
+double act_ref(FfnKind kind, Form form, double z) {
+    if (kind == FfnKind::SwiGLU) {
+        const long double x = z;
+        return double(x / (1.0L + std::exp(-x)));  // SiLU, Elfwing et al. 2017
+    }
+    const RefValue v = gelu_ref(form, z);
+    return v.hi + v.lo;
+}
+
+// Rounds a double to the storage type (and back), the way the kernel stores a value.
+double round_to(DType dt, double x) {
+    return bits_to_double(round_to_bits(RefValue{x, 0.0}, dt), dt);
+}
+
+float bf16_round(float f) {
+    return float(round_to(DType::BF16, f));
+}
+
+struct Problem {
+    FfnKind kind = FfnKind::Ffn;
+    Form form = Form::Erf;
+    DType dtype = DType::F32;
+    int64_t M = 1, d_model = 1, d_ff = 1;
+    bool bias = true, residual = false;
+    // float values, already representable in dtype
+    std::vector<float> h, w1, b1, v, w2, b2;
+};
+
+bool gated(FfnKind k) {
+    return k == FfnKind::GeGLU || k == FfnKind::SwiGLU;
+}
+
+void fill(std::vector<float> &x, std::size_t n, double scale, std::mt19937 &rng, DType dt) {
+    std::normal_distribution<float> nd(0.0f, float(scale));
+    x.resize(n);
+    for (float &f : x) {
+        f = nd(rng);
+        if (dt == DType::BF16) {
+            f = bf16_round(f);
+        }
+    }
+}
+
+Problem random_problem(FfnKind kind, Form form, DType dt, int64_t M, int64_t dm, int64_t dff, bool bias, bool residual,
+                       uint32_t seed) {
+    std::mt19937 rng(seed);
+    Problem p;
+    p.kind = kind, p.form = form, p.dtype = dt, p.M = M, p.d_model = dm, p.d_ff = dff, p.bias = bias;
+    p.residual = residual;
+    // nn.Linear's init scale 1/sqrt(fan_in), LayerNorm-ed inputs: pre-activations of order 1.
+    fill(p.h, std::size_t(M * dm), 1.0, rng, dt);
+    fill(p.w1, std::size_t(dff * dm), 1.0 / std::sqrt(double(dm)), rng, dt);
+    if (bias) {
+        fill(p.b1, std::size_t(dff), 0.5, rng, dt);
+        fill(p.b2, std::size_t(dm), 0.5, rng, dt);
+    }
+    if (gated(kind)) {
+        fill(p.v, std::size_t(dff * dm), 1.0 / std::sqrt(double(dm)), rng, dt);
+    }
+    fill(p.w2, std::size_t(dm * dff), 1.0 / std::sqrt(double(dff)), rng, dt);
+    return p;
+}
+
+struct Reference {
+    std::vector<double> y, bound;
+};
+
+Reference reference(const Problem &p) {
+    const double u = std::ldexp(1.0, -24);
+    const double u_st = p.dtype == DType::BF16 ? std::ldexp(1.0, -8) : u;
+    auto gamma = [&](int64_t k) { return double(k) * u / (1.0 - double(k) * u); };
+    const bool second = p.kind != FfnKind::LinearGelu;
+    const int64_t d_out = second ? p.d_model : p.d_ff;
+    Reference r;
+    r.y.assign(std::size_t(p.M * d_out), 0.0);
+    r.bound.assign(r.y.size(), 0.0);
+    std::vector<double> a(std::size_t(p.d_ff)), ea(std::size_t(p.d_ff));
+    for (int64_t m = 0; m < p.M; m++) {
+        const float *h = &p.h[std::size_t(m * p.d_model)];
+        for (int64_t n = 0; n < p.d_ff; n++) {
+            double z = p.bias ? p.b1[std::size_t(n)] : 0.0, za = std::fabs(z), zv = 0.0, zva = 0.0;
+            for (int64_t k = 0; k < p.d_model; k++) {
+                const double t = double(h[k]) * p.w1[std::size_t(n * p.d_model + k)];
+                z += t, za += std::fabs(t);
+                if (gated(p.kind)) {
+                    const double tv = double(h[k]) * p.v[std::size_t(n * p.d_model + k)];
+                    zv += tv, zva += std::fabs(tv);
+                }
+            }
+            const double e1 = gamma(p.d_model + 1) * za;
+            double g = act_ref(p.kind, p.form, z);
+            double e = 1.13 * e1;
+            if (gated(p.kind)) {
+                const double ev = gamma(p.d_model + 1) * zva;
+                e = std::fabs(g) * ev + std::fabs(zv) * e;
+                g *= zv;
+            }
+            a[std::size_t(n)] = g;
+            ea[std::size_t(n)] = e + u_st * std::fabs(g);
+            if (!second) {
+                r.y[std::size_t(m * d_out + n)] = g;
+                r.bound[std::size_t(m * d_out + n)] = ea[std::size_t(n)] + 1e-30;
+            }
+        }
+        if (!second) {
+            continue;
+        }
+        for (int64_t j = 0; j < p.d_model; j++) {
+            double y = p.bias ? p.b2[std::size_t(j)] : 0.0, ya = std::fabs(y), prop = 0.0;
+            for (int64_t n = 0; n < p.d_ff; n++) {
+                const double w = p.w2[std::size_t(j * p.d_ff + n)];
+                y += a[std::size_t(n)] * w;
+                ya += std::fabs(a[std::size_t(n)] * w);
+                prop += std::fabs(w) * ea[std::size_t(n)];
+            }
+            double b = gamma(p.d_ff + 1) * ya + prop;
+            if (p.residual) {
+                y += h[j];
+                b += u * std::fabs(y);
+            }
+            r.y[std::size_t(m * d_out + j)] = y;
+            r.bound[std::size_t(m * d_out + j)] = b + u_st * std::fabs(y) + 1e-30;
+        }
+    }
+    return r;
+}
+
+// Stores float values in the problem's dtype.
+std::vector<uint16_t> to_bf16(const std::vector<float> &x) {
+    std::vector<uint16_t> o(x.size());
+    for (std::size_t i = 0; i < x.size(); i++) {
+        o[i] = uint16_t(round_to_bits(RefValue{x[i], 0.0}, DType::BF16));
+    }
+    return o;
+}
+
+struct Storage {
+    std::vector<float> f;
+    std::vector<uint16_t> b;
+    void *data(DType dt) {
+        return dt == DType::F32 ? static_cast<void *>(f.data()) : static_cast<void *>(b.data());
+    }
+};
+
+Storage store(const std::vector<float> &x, DType dt) {
+    Storage s;
+    if (dt == DType::F32) {
+        s.f = x;
+    } else {
+        s.b = to_bf16(x);
+    }
+    return s;
+}
+
+// Runs the problem through FeedForward and returns the output as doubles.
+std::vector<double> run(const Problem &p, Schedule sched) {
+    const DType dt = p.dtype;
+    Storage h = store(p.h, dt), w1 = store(p.w1, dt), b1 = store(p.b1, dt), v = store(p.v, dt),
+            w2 = store(p.w2, dt), b2 = store(p.b2, dt);
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(w1.data(dt), dt, {p.d_ff, p.d_model});
+    if (p.bias) {
+        w.b1 = TensorView::contiguous(b1.data(dt), dt, {p.d_ff});
+        w.b2 = TensorView::contiguous(b2.data(dt), dt, {p.d_model});
+    }
+    if (gated(p.kind)) {
+        w.v = TensorView::contiguous(v.data(dt), dt, {p.d_ff, p.d_model});
+    }
+    w.w2 = TensorView::contiguous(w2.data(dt), dt, {p.d_model, p.d_ff});
+    FeedForwardOptions o;
+    o.kind = p.kind, o.form = p.form, o.dtype = dt, o.schedule = sched, o.residual = p.residual;
+    FeedForward ffn(w, o);
+    const int64_t d_out = p.kind == FfnKind::LinearGelu ? p.d_ff : p.d_model;
+    Storage out;
+    out.f.assign(std::size_t(p.M * d_out), std::nanf(""));
+    out.b.assign(std::size_t(p.M * d_out), 0x7FC1);
+    ffn.forward(TensorView::contiguous(h.data(dt), dt, {p.M, p.d_model}),
+                TensorView::contiguous(out.data(dt), dt, {p.M, d_out}));
+    std::vector<double> y(std::size_t(p.M * d_out));
+    for (std::size_t i = 0; i < y.size(); i++) {
+        y[i] = dt == DType::F32 ? out.f[i] : bits_to_double(out.b[i], DType::BF16);
+    }
+    return y;
+}
+
+// Returns the worst |y - ref| / bound; fails (with the position) when it exceeds 2.
+double check(const Problem &p, Schedule sched, const std::string &label) {
+    const Reference r = reference(p);
+    const std::vector<double> y = run(p, sched);
+    double worst = 0.0;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < y.size(); i++) {
+        const double q = std::isnan(y[i]) ? INFINITY : std::fabs(y[i] - r.y[i]) / r.bound[i];
+        if (q > worst) {
+            worst = q, at = i;
+        }
+    }
+    EXPECT_LE(worst, 2.0) << label << ": element " << at << " got " << y[at] << " expected " << r.y[at]
+                          << " (bound " << r.bound[at] << ")";
+    return worst;
+}
+
+Form form_of(const FfnKernelInfo &k) {
+    return k.form == "tanh" ? Form::Tanh : k.form == "sigmoid" ? Form::Sigmoid : Form::Erf;
+}
+
+class FfnKernel : public ::testing::TestWithParam<FfnKernelInfo> {};
+
+std::string label(const FfnKernelInfo &k, const Problem &p) {
+    return k.name + " M=" + std::to_string(p.M) + " d_model=" + std::to_string(p.d_model) +
+           " d_ff=" + std::to_string(p.d_ff) + (p.bias ? " bias" : " no-bias") + (p.residual ? " +h" : "");
+}
+
+// Adams2019 kernels are scheduled for BERT-sized problems; smaller ones get a clean Unsupported
+// error (runtime bounds query) rather than out-of-range reads.
+bool too_small_for(const FfnKernelInfo &k, const Problem &p) {
+    return k.schedule == Schedule::Adams2019 && (p.d_ff < 3072 || p.d_model < 768);
+}
+
+// A problem below an autoscheduled kernel's tiles either fits after all (then it must be right)
+// or is refused with Unsupported and a pointer to the hand schedule; never wrong or a crash.
+void expect_unsupported_or_correct(const FfnKernelInfo &k, const Problem &p) {
+    try {
+        check(p, k.schedule, label(k, p));
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ErrorCode::Unsupported) << e.what();
+        EXPECT_NE(std::string(e.what()).find("use Schedule::Hand"), std::string::npos) << e.what();
+    }
+}
+
+// Sizes that are multiples of no tile (kPanel 48, register rows 1/2/4/8, m_block 32), every M of
+// the issue, with and without biases and residual.
+TEST_P(FfnKernel, OddShapesAgainstDoubleReference) {
+    const FfnKernelInfo &k = GetParam();
+    const bool second = k.kind != FfnKind::LinearGelu;
+    uint32_t seed = 1;
+    const int64_t dims[][2] = {{5, 7}, {7, 13}, {13, 100}, {100, 5}};
+    for (const auto &d : dims) {
+        for (int64_t M : {1, 3, 7, 64}) {
+            for (bool bias : {true, false}) {
+                for (bool residual : {false, true}) {
+                    if (residual && !second) {
+                        continue;
+                    }
+                    Problem p = random_problem(k.kind, form_of(k), k.dtype, M, d[0], d[1], bias, residual, seed++);
+                    if (too_small_for(k, p)) {
+                        expect_unsupported_or_correct(k, p);
+                        continue;
+                    }
+                    check(p, k.schedule, label(k, p));
+                }
+            }
+        }
+    }
+}
+
+// Model sizes: MiniLM (384 -> 1536) and BERT-base (768 -> 3072), M = 513 (one row past the
+// 16 tasks of 32 rows) for the schedules that are fast enough to run it in a unit test.
+TEST_P(FfnKernel, ModelShapes) {
+    const FfnKernelInfo &k = GetParam();
+    std::vector<std::array<int64_t, 3>> shapes = {{7, 384, 1536}};
+    if (k.schedule != Schedule::Naive) {
+        shapes.push_back({64, 384, 1536});
+    }
+    if (k.schedule != Schedule::Naive && (k.kind == FfnKind::Ffn || k.kind == FfnKind::LinearGelu) &&
+        k.form == "erf") {
+        shapes.push_back({513, 768, 3072});  // the double reference alone takes seconds here
+    }
+    uint32_t seed = 100;
+    for (const auto &s : shapes) {
+        Problem p = random_problem(k.kind, form_of(k), k.dtype, s[0], s[1], s[2], true, k.kind != FfnKind::LinearGelu,
+                                   seed++);
+        if (too_small_for(k, p)) {
+            expect_unsupported_or_correct(k, p);
+            continue;
+        }
+        check(p, k.schedule, label(k, p));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, FfnKernel, ::testing::ValuesIn(ffn_kernels()),
+                         [](const ::testing::TestParamInfo<FfnKernelInfo> &i) { return i.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// Handed cases (../shared/cases/handed-cases.md). A1: h = [1, 2], W1 (in x out) = [[1, -1],
+// [0.5, 1]] -> PyTorch layout W1[out][in] = [[1, 0.5], [-1, 1]], b1 = [0.5, -0.25],
+// W2 (in x out) = [[1], [-2]] -> [[1, -2]], b2 = [0.1].
+
+struct A1 {
+    float h[2] = {1, 2};
+    float w1[4] = {1, 0.5f, -1, 1};
+    float b1[2] = {0.5f, -0.25f};
+    float w2[2] = {1, -2};
+    float b2[1] = {0.1f};
+};
+
+uint32_t bits_of(float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
+
+float a1_ffn(Form form, bool biases, Schedule sched = Schedule::Hand) {
+    A1 a;
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(a.w1, DType::F32, {2, 2});
+    w.w2 = TensorView::contiguous(a.w2, DType::F32, {1, 2});
+    if (biases) {
+        w.b1 = TensorView::contiguous(a.b1, DType::F32, {2});
+        w.b2 = TensorView::contiguous(a.b2, DType::F32, {1});
+    }
+    FeedForwardOptions o;
+    o.form = form, o.schedule = sched;
+    float y = NAN;
+    FeedForward(w, o).forward(TensorView::contiguous(a.h, DType::F32, {1, 2}),
+                              TensorView::contiguous(&y, DType::F32, {1, 1}));
+    return y;
+}
+
+std::vector<float> a1_linear_gelu(Form form, bool biases) {
+    A1 a;
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(a.w1, DType::F32, {2, 2});
+    if (biases) {
+        w.b1 = TensorView::contiguous(a.b1, DType::F32, {2});
+    }
+    FeedForwardOptions o;
+    o.kind = FfnKind::LinearGelu, o.form = form;
+    std::vector<float> act(2, NAN);
+    FeedForward(w, o).forward(TensorView::contiguous(a.h, DType::F32, {1, 2}),
+                              TensorView::contiguous(act.data(), DType::F32, {1, 2}));
+    return act;
+}
+
+// The handed y values are the exact sums rounded once. gelukit accumulates the second GEMM in
+// float32 (b2 + a0 w0 + a1 w1, two roundings), so y may differ from them by the K-scaled bound
+// of the file header: gamma_3 * (|b2| + sum |a w|) = 3 * 2^-24 * 3.74 = 5.6 float32 ULPs at 1.42.
+constexpr int kA1UlpTolerance = 5;
+
+void expect_near_bits(float got, uint32_t want, int ulps, const std::string &what) {
+    EXPECT_LE(ulp_distance(bits_of(got), want, DType::F32), ulps)
+        << what << ": got " << got << " (0x" << std::hex << bits_of(got) << "), want 0x" << want;
+}
+
+TEST(FfnHanded, G10_TanhModeIsNotExact) {
+    const float tanh_y = a1_ffn(Form::Tanh, true), exact_y = a1_ffn(Form::Erf, true);
+    expect_near_bits(tanh_y, 0x3FB66639u, kA1UlpTolerance, "tanh");    // 1.42499459
+    expect_near_bits(exact_y, 0x3FB6534Bu, kA1UlpTolerance, "exact");  // 1.4244169
+    expect_near_bits(a1_ffn(Form::Sigmoid, true), bits_of(1.39223373f), kA1UlpTolerance, "sigmoid");
+    // The modes are told apart: 5.8e-4 apart, ~4800 ULPs, far beyond the rounding bound.
+    EXPECT_GT(std::fabs(tanh_y - exact_y), 5e-4f);
+}
+
+TEST(FfnHanded, G11_GeGLUTanh) {
+    // x = [1, 2], W = I, V = diag(2, 3): out = GELU(xW) * xV, then W2 = I to read it out.
+    float x[2] = {1, 2}, W[4] = {1, 0, 0, 1}, V[4] = {2, 0, 0, 3}, I[4] = {1, 0, 0, 1}, y[2];
+    for (Form form : {Form::Tanh, Form::Erf}) {
+        FeedForwardWeights w;
+        w.w1 = TensorView::contiguous(W, DType::F32, {2, 2});
+        w.v = TensorView::contiguous(V, DType::F32, {2, 2});
+        w.w2 = TensorView::contiguous(I, DType::F32, {2, 2});
+        FeedForwardOptions o;
+        o.kind = FfnKind::GeGLU, o.form = form;
+        FeedForward(w, o).forward(TensorView::contiguous(x, DType::F32, {1, 2}),
+                                  TensorView::contiguous(y, DType::F32, {1, 2}));
+        if (form == Form::Tanh) {
+            EXPECT_EQ(y[0], 1.68238401f);
+            EXPECT_EQ(y[1], 11.7275858f);
+        } else {
+            EXPECT_EQ(bits_of(y[0]), 0x3FD7625Fu);
+            EXPECT_EQ(bits_of(y[1]), 0x413BA1C9u);
+        }
+    }
+}
+
+TEST(FfnHanded, G13_TwelveChainedExactFfns) {
+    float one = 1.0f, x = 1.0f, y = 0.0f;
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(&one, DType::F32, {1, 1});
+    w.w2 = TensorView::contiguous(&one, DType::F32, {1, 1});
+    FeedForward ffn(w, FeedForwardOptions{});
+    for (int layer = 0; layer < 12; layer++) {
+        ffn.forward(TensorView::contiguous(&x, DType::F32, {1, 1}), TensorView::contiguous(&y, DType::F32, {1, 1}));
+        x = y;
+    }
+    // The handed value 0x3B25C9D9 (0.00252973125) is the chain evaluated in double throughout.
+    // A float32 engine stores each layer's output in float32; the correctly rounded float32
+    // chain (each layer's exact GELU rounded once, computed here in long double) ends one ULP
+    // above it, at 0x3B25C9DA, and that is what gelukit must return.
+    long double r = 1.0L;
+    for (int layer = 0; layer < 12; layer++) {
+        r = float(0.5L * r * std::erfc(-r / std::sqrt(2.0L)));
+    }
+    EXPECT_EQ(bits_of(x), bits_of(float(r)));
+    EXPECT_EQ(bits_of(x), 0x3B25C9DAu);
+    EXPECT_NEAR(x, 0.00252973125f, 2.5e-10f);                      // within 1 ULP of the double chain
+    EXPECT_GT(std::fabs(x - 0.00252628862f) / x, 0.001f);         // and 0.14% away from the tanh chain
+}
+
+TEST(FfnHanded, G15_FusedAndUnfusedAgree) {
+    // Unfused path: linear_gelu (GEMM + bias + GELU), then the second layer in double.
+    const std::vector<float> a = a1_linear_gelu(Form::Erf, true);
+    EXPECT_EQ(a[0], 2.48447585f);
+    EXPECT_EQ(a[1], 0.580029488f);
+    const float unfused = float(double(a[0]) * 1.0 + double(a[1]) * -2.0 + double(0.1f));
+    EXPECT_EQ(bits_of(unfused), 0x3FB6534Bu);
+    A1 a1;
+    float eye[4] = {1, 0, 0, 1};
+    for (Schedule s : {Schedule::Hand, Schedule::Naive}) {
+        // The fused block's epilogue is the very same GELU: with W2 = I, b2 = 0 it returns a
+        // bit for bit (1*a0 + 0*a1 is exact in any order).
+        FeedForwardWeights w;
+        w.w1 = TensorView::contiguous(a1.w1, DType::F32, {2, 2});
+        w.b1 = TensorView::contiguous(a1.b1, DType::F32, {2});
+        w.w2 = TensorView::contiguous(eye, DType::F32, {2, 2});
+        FeedForwardOptions o;
+        o.schedule = s;
+        float fused_a[2];
+        FeedForward(w, o).forward(TensorView::contiguous(a1.h, DType::F32, {1, 2}),
+                                  TensorView::contiguous(fused_a, DType::F32, {1, 2}));
+        EXPECT_EQ(bits_of(fused_a[0]), bits_of(a[0])) << schedule_name(s);
+        EXPECT_EQ(bits_of(fused_a[1]), bits_of(a[1])) << schedule_name(s);
+        expect_near_bits(a1_ffn(Form::Erf, true, s), 0x3FB6534Bu, kA1UlpTolerance, schedule_name(s));
+    }
+}
+
+TEST(FfnHanded, G28_Bf16BiasAddRoundedOnce) {
+    // pre-activation 1.0 (0x3F80) + bias 2^-9 (0x3B00), GELU rounded once to bf16 -> 0x3F58.
+    uint16_t h = 0x3F80, w1 = 0x3F80, b1 = 0x3B00, out = 0;
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(&w1, DType::BF16, {1, 1});
+    w.b1 = TensorView::contiguous(&b1, DType::BF16, {1});
+    FeedForwardOptions o;
+    o.kind = FfnKind::LinearGelu, o.dtype = DType::BF16;
+    FeedForward(w, o).forward(TensorView::contiguous(&h, DType::BF16, {1, 1}),
+                              TensorView::contiguous(&out, DType::BF16, {1, 1}));
+    EXPECT_EQ(out, 0x3F58);
+}
+
+TEST(FfnHanded, G32_NoBiases) {
+    const std::vector<float> a = a1_linear_gelu(Form::Erf, false);
+    EXPECT_EQ(a[0], 1.95449972f);
+    EXPECT_EQ(a[1], 0.841344774f);
+    expect_near_bits(a1_ffn(Form::Erf, false), 0x3E8B2AB6u, kA1UlpTolerance, "no biases");  // 0.271810234
+}
+
+TEST(FfnHanded, G47_AccumulationPrecision) {
+    // h = [300, -300, 300, -300], W1 = 1x4 of 300, b1 = 0, W2 = [[1]], b2 = 0.5: partial sums
+    // reach 90000 (> fp16's 65504); a float32 accumulator gives z = 0 exactly and y = 0.5.
+    // gelukit's FFN stores f32 or bf16 (fp16 FFN storage is not built: Unsupported, checked
+    // below); both accumulate in float32, which is what the case probes.
+    for (DType dt : {DType::F32, DType::BF16}) {
+        const std::vector<float> hv = {300, -300, 300, -300}, w1v(4, 300.0f), w2v = {1.0f}, b2v = {0.5f};
+        Storage h = store(hv, dt), w1 = store(w1v, dt), w2 = store(w2v, dt), b2 = store(b2v, dt), y = store({0}, dt);
+        FeedForwardWeights w;
+        w.w1 = TensorView::contiguous(w1.data(dt), dt, {1, 4});
+        w.w2 = TensorView::contiguous(w2.data(dt), dt, {1, 1});
+        w.b2 = TensorView::contiguous(b2.data(dt), dt, {1});
+        FeedForwardOptions o;
+        o.dtype = dt;
+        FeedForward(w, o).forward(TensorView::contiguous(h.data(dt), dt, {1, 4}),
+                                  TensorView::contiguous(y.data(dt), dt, {1, 1}));
+        if (dt == DType::F32) {
+            EXPECT_EQ(y.f[0], 0.5f);
+        } else {
+            EXPECT_EQ(y.b[0], 0x3F00);  // 0.5 in bf16
+        }
+    }
+    uint16_t half_w = 0x3C00;
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(&half_w, DType::F16, {1, 1});
+    w.w2 = w.w1;
+    FeedForwardOptions o;
+    o.dtype = DType::F16;
+    try {
+        FeedForward f(w, o);
+        ADD_FAILURE() << "fp16 FFN accepted";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ErrorCode::Unsupported) << e.what();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real model: each of all-MiniLM-L6-v2's six FFNs (384 -> 1536 -> 384, exact GELU) on the
+// model's own LayerNorm-ed token embeddings, against the independent double reference.
+TEST(FfnMiniLM, AllLayersAgainstDoubleReference) {
+    SafeTensorsFile file(minilm::default_weights_path());
+    int64_t tokens = 0;
+    const std::vector<float> h = minilm::embedded_tokens(file, &tokens);
+    for (int layer = 0; layer < minilm::kLayers; layer++) {
+        const minilm::LayerFfn L = minilm::load_layer_ffn(file, layer);
+        Problem p;
+        p.M = tokens, p.d_model = L.d_model, p.d_ff = L.d_ff, p.h = h, p.w1 = L.w1, p.b1 = L.b1, p.w2 = L.w2,
+        p.b2 = L.b2, p.residual = true;
+        std::vector<double> ref(std::size_t(tokens * L.d_model));
+        minilm::reference_ffn(L, h.data(), tokens, true, ref.data());
+        const Reference bound = reference(p);  // same math, gives the per-element bound
+        const std::vector<double> y = run(p, Schedule::Hand);
+        double max_abs = 0.0;
+        for (std::size_t i = 0; i < y.size(); i++) {
+            ASSERT_LE(std::fabs(y[i] - ref[i]), 2.0 * bound.bound[i]) << "layer " << layer << " element " << i;
+            max_abs = std::max(max_abs, std::fabs(y[i] - ref[i]));
+        }
+        RecordProperty("layer" + std::to_string(layer) + "_max_abs_err", std::to_string(max_abs));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: every bad argument is a gelukit::Error with a clear message, never a crash.
+
+template<typename F>
+void expect_error(ErrorCode code, const std::string &needle, F &&f) {
+    try {
+        f();
+        ADD_FAILURE() << "no error (expected \"" << needle << "\")";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), code) << e.what();
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+}
+
+TEST(FfnErrors, BadArguments) {
+    std::vector<float> w1(6 * 4, 0.1f), w2(4 * 6, 0.1f), b1(6), h(3 * 4), out(3 * 4);
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(w1.data(), DType::F32, {6, 4});
+    w.w2 = TensorView::contiguous(w2.data(), DType::F32, {4, 6});
+    FeedForward ffn(w, FeedForwardOptions{});
+    EXPECT_EQ(ffn.d_model(), 4);
+    EXPECT_EQ(ffn.d_ff(), 6);
+    auto H = [&](std::initializer_list<int64_t> s) { return TensorView::contiguous(h.data(), DType::F32, s); };
+    auto O = [&](std::initializer_list<int64_t> s) { return TensorView::contiguous(out.data(), DType::F32, s); };
+    expect_error(ErrorCode::InvalidArgument, "d_model", [&] { ffn.forward(H({4, 3}), O({4, 3})); });
+    expect_error(ErrorCode::InvalidArgument, "out is", [&] { ffn.forward(H({3, 4}), O({2, 4})); });
+    expect_error(ErrorCode::InvalidArgument, "null", [&] { ffn.forward(TensorView{}, O({3, 4})); });
+    expect_error(ErrorCode::InvalidArgument, "like the weights", [&] {
+        ffn.forward(TensorView::contiguous(h.data(), DType::BF16, {3, 4}), O({3, 4}));
+    });
+    expect_error(ErrorCode::InvalidArgument, "overlaps", [&] { ffn.forward(H({3, 4}), H({3, 4})); });
+    expect_error(ErrorCode::InvalidArgument, "rows must be contiguous", [&] {
+        ffn.forward(TensorView::strided(h.data(), DType::F32, {3, 4}, {8, 2}), O({3, 4}));
+    });
+    // Weights: wrong shapes, missing, strided, bias length.
+    FeedForwardWeights bad = w;
+    bad.w2 = TensorView::contiguous(w2.data(), DType::F32, {6, 4});
+    expect_error(ErrorCode::InvalidArgument, "w2", [&] { FeedForward(bad, FeedForwardOptions{}); });
+    bad = w;
+    bad.w2 = TensorView{};
+    expect_error(ErrorCode::InvalidArgument, "w2 must be", [&] { FeedForward(bad, FeedForwardOptions{}); });
+    bad = w;
+    bad.w2 = TensorView::contiguous(w2.data(), DType::F32, {3, 6});  // d_out 3 != d_model 4
+    FeedForwardOptions res;
+    res.residual = true;
+    expect_error(ErrorCode::InvalidArgument, "residual needs d_out == d_model", [&] { FeedForward(bad, res); });
+    bad = w;
+    bad.b1 = TensorView::contiguous(b1.data(), DType::F32, {5});
+    expect_error(ErrorCode::InvalidArgument, "b1", [&] { FeedForward(bad, FeedForwardOptions{}); });
+    bad = w;
+    bad.w1 = TensorView::strided(w1.data(), DType::F32, {6, 2}, {4, 2});
+    expect_error(ErrorCode::InvalidArgument, "dense row-major", [&] { FeedForward(bad, FeedForwardOptions{}); });
+    FeedForwardOptions gated;
+    gated.kind = FfnKind::GeGLU;
+    expect_error(ErrorCode::InvalidArgument, "v is null", [&] { FeedForward(w, gated); });
+    FeedForwardOptions lin;
+    lin.kind = FfnKind::LinearGelu, lin.residual = true;
+    expect_error(ErrorCode::InvalidArgument, "residual", [&] { FeedForward(w, lin); });
+    FeedForwardOptions unbuilt;
+    unbuilt.form = Form::Tanh, unbuilt.schedule = Schedule::Naive;
+    expect_error(ErrorCode::Unsupported, "no ffn kernel", [&] { FeedForward(w, unbuilt); });
+    // An empty batch is valid and writes nothing.
+    EXPECT_NO_THROW(ffn.forward(H({0, 4}), O({0, 4})));
+}
+
+}  // namespace
+}  // namespace gelukit::test
