@@ -142,7 +142,10 @@ def render_ffn(rows):
         base = next((float(r["ms"]) for v, r in variants if v == "onednn_fused" and "ms" in r), None)
         for variant, r in sorted(variants, key=lambda item: float(item[1].get("ms", 1e30))):
             ms = float(r["ms"]) if "ms" in r else None
-            ratio = f"{base / ms:.2f}x" if base and ms else "n/a"
+            # Only the same operation is compared: the whole block (ffn_*) with oneDNN's block;
+            # linear_gelu_* (first layer only) and geglu_* have no oneDNN row.
+            same_op = variant.startswith("ffn_") or variant.startswith("onednn")
+            ratio = f"{base / ms:.2f}x" if base and ms and same_op else "n/a"
             err = f"{float(r['max_abs_err']):.2e}" if "max_abs_err" in r else ""
             cells = list(pos) + [k.get("M", ""), k.get("d_model", ""), k.get("d_ff", ""), k.get("threads", ""),
                                  variant, fmt(ms, 3), fmt(r.get("GFLOPs"), 1), fmt(r.get("pct_peak"), 1), ratio, err]
