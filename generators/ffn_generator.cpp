@@ -17,6 +17,9 @@
 //                            transformer block)
 //   b2     (pi, po)          float32 bias (ffn, geglu, swiglu)
 //   residual (bool)          out += h (ffn, geglu, swiglu)
+//   d_ff (int)               the real d_ff (ffn, geglu, swiglu): the activation columns of the
+//                            padded last panel are forced to 0 (with h = -inf, 0-weight columns
+//                            would otherwise compute -inf * 0 = NaN and poison every output)
 //   out    (n, m)            M x d_ff (linear_gelu) or M x d_out, row-major
 // Padding contract (the runtime keeps it): d_model is a multiple of kpair (bf16: even; the
 // runtime copies h with a zero column otherwise), w1/v/w2/b1/b2 are zero beyond the real sizes.
@@ -49,8 +52,9 @@ const std::map<std::string, ScheduleKind> kScheduleNames = {{"naive", ScheduleKi
 
 // SiLU(x) = x * sigma(x) (Elfwing et al. 2017; SwiGLU, Shazeer 2020) in float64 with the same
 // exp and reciprocal as the GELU forms: x / (1 + e^-x) for x >= 0, x e^x / (1 + e^x) below.
-// Inputs are finite float32 values or +-inf (handled by the caller); |x| is clamped to 800,
-// beyond which e^-|x| is below float64's range and the clamp changes nothing.
+// |x| is clamped to 800, beyond which e^-|x| is below float64's range and the clamp changes
+// nothing for finite x; x = +-inf gives the limits +inf and -0 (an -inf pre-activation comes
+// from float32 overflow of the GEMM), x = NaN is left to the caller.
 Expr silu_f64(const Expr &x_f32) {
     const Type t = Float(64);
     using gelukit::detail::k;
@@ -59,7 +63,8 @@ Expr silu_f64(const Expr &x_f32) {
     gelukit::detail::SplitExp e = gelukit::detail::exp_neg_f64(ax);
     Expr ev = gelukit::detail::ldexp_neg(e.mant, e.n, t);  // e^{-|x|}
     Expr inv = gelukit::detail::reciprocal(k(t, 1.0) + ev, t);   // 1 / (1 + e^{-|x|})
-    return select(x >= k(t, 0.0), x * inv, x * ev * inv);
+    const gelukit::StorageClass c = gelukit::classify(x_f32);
+    return select(c.is_pos_inf, x, c.is_neg_inf, k(t, -0.0), x >= k(t, 0.0), x * inv, x * ev * inv);
 }
 
 class FeedForwardGenerator : public Generator<FeedForwardGenerator> {
@@ -80,6 +85,7 @@ public:
     Input<Buffer<>> *w2 = nullptr;
     Input<Buffer<>> *b2 = nullptr;
     Input<bool> *residual = nullptr;
+    Input<int> *d_ff_real = nullptr;
     Output<Buffer<>> *out = nullptr;
 
     void configure() {
@@ -97,6 +103,7 @@ public:
             w2 = add_input<Buffer<>>("w2", st, 4);
             b2 = add_input<Buffer<>>("b2", Float(32), 2);
             residual = add_input<bool>("residual");
+            d_ff_real = add_input<int>("d_ff");
         }
         out = add_output<Buffer<>>("out", st, 2);
     }
@@ -151,6 +158,9 @@ public:
         Expr act_st = gelukit::narrow_to_storage(act, st);
         // NaN in -> NaN out, whatever fast-math assumes (checked on the float32 bit pattern).
         act_st = select(gelukit::classify(z).is_nan, gelukit::quiet_nan(st), act_st);
+        if (d_ff_real) {
+            act_st = select(pi + po * kPanel < *d_ff_real, act_st, Internal::make_zero(st));
+        }
         a(n, m) = act_st_at(act_st, n);
 
         Output<Buffer<>> &O = *out;
@@ -237,6 +247,7 @@ private:
             (*w2).set_estimates({{0, kpair}, {0, kPanel}, {0, d_ff / kpair}, {0, d_model / kPanel}});
             (*b2).set_estimates({{0, kPanel}, {0, d_model / kPanel}});
             (*residual).set_estimate(false);
+            (*d_ff_real).set_estimate(d_ff);
             (*out).set_estimates({{0, d_model}, {0, M}});
         } else {
             (*out).set_estimates({{0, d_ff}, {0, M}});

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -289,9 +290,13 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
     if (im.d_ff < 1 || im.d_model < 1) {
         throw Error(ErrorCode::InvalidArgument, "FeedForward: w1 is " + w.w1.describe() + ": empty");
     }
-    if (im.d_ff > kMaxDim / kPanel || im.d_model > kMaxDim / kPanel ||
+    // Halide strides are int32: a packed panel holds kPanel x (padded K) elements, and the
+    // stride between panels must fit (d_model, d_ff <= 44,739,242 after padding).
+    if (ceil_div(im.d_model, 2) * 2 * kPanel > kMaxDim || ceil_div(im.d_ff, kPanel) * kPanel * kPanel > kMaxDim ||
         im.d_ff * im.d_model > (int64_t(1) << 40)) {
-        throw Error(ErrorCode::TooLarge, "FeedForward: w1 is " + w.w1.describe() + ": too large");
+        throw Error(ErrorCode::TooLarge, "FeedForward: w1 is " + w.w1.describe() +
+                                             ": too large (d_model and d_ff must be <= 44739242, d_model * d_ff "
+                                             "<= 2^40)");
     }
     const DType dt = options.dtype;
     im.kpair = ffn_layout::kpair_for_bits(int(dtype_size(dt)) * 8);
@@ -307,12 +312,15 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
         pack_panels(w.v, im.d_ff, im.d_model, k_pad, dt, im.v);
     }
     if (im.second_gemm()) {
-        if (w.w2.data == nullptr || w.w2.rank != 2 || w.w2.shape[0] < 1 || w.w2.shape[0] > kMaxDim / kPanel) {
+        if (w.w2.data == nullptr || w.w2.rank != 2 || w.w2.shape[0] < 1) {
             throw Error(ErrorCode::InvalidArgument, "FeedForward: w2 must be a [d_out, d_ff = " + std::to_string(im.d_ff) +
                                                         "] matrix (got " +
                                                         (w.w2.data ? w.w2.describe() : std::string("null")) + ")");
         }
         im.d_out2 = w.w2.shape[0];
+        if (ceil_div(im.d_out2, kPanel) > kMaxDim || im.d_out2 * im.d_ff > (int64_t(1) << 40)) {
+            throw Error(ErrorCode::TooLarge, "FeedForward: w2 is " + w.w2.describe() + ": too large");
+        }
         check_matrix("w2", w.w2, dt, im.d_out2, im.d_ff);
         if (w.b2.data != nullptr) {
             check_vector("b2", w.b2, dt, im.d_out2);
@@ -378,12 +386,21 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
         throw bad("out is " + out.describe() + ", expected [M = " + std::to_string(M) + ", " +
                   std::to_string(d_out) + "]");
     }
+    if (M < 0) {
+        throw bad("h is " + h.describe() + ": negative number of rows");
+    }
     if (M > kMaxDim) {
         throw Error(ErrorCode::TooLarge, "FeedForward::forward: M = " + std::to_string(M) + " exceeds 2^31 - 1");
     }
+    for (const TensorView *t : {&h, &out}) {
+        if (t->strides[0] > kMaxDim) {
+            throw Error(ErrorCode::TooLarge, std::string("FeedForward::forward: ") + (t == &h ? "h is " : "out is ") +
+                                                 t->describe() + ": row stride exceeds 2^31 - 1 elements");
+        }
+    }
     // Rows may be padded (row stride >= row length), elements must be contiguous.
     for (const TensorView *t : {&h, &out}) {
-        if (t->strides[1] != 1 || (M > 1 && t->strides[0] < t->shape[1]) || t->strides[0] > kMaxDim) {
+        if (t->strides[1] != 1 || (M > 1 && t->strides[0] < t->shape[1])) {
             throw bad((t == &h ? "h is " : "out is ") + t->describe() +
                       ": rows must be contiguous and must not overlap (strides [>= cols, 1])");
         }
@@ -406,7 +423,11 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
     int64_t h_row_stride = h.strides[0];
     std::vector<uint16_t> h_copy;
     if (k_pad != im.d_model) {
-        h_copy.assign(std::size_t(M * k_pad), 0);
+        try {
+            h_copy.assign(std::size_t(M * k_pad), 0);
+        } catch (const std::bad_alloc &) {
+            throw Error(ErrorCode::TooLarge, "FeedForward::forward: cannot allocate the padded copy of h");
+        }
         for (int64_t m = 0; m < M; m++) {
             std::memcpy(&h_copy[std::size_t(m * k_pad)], hb + std::size_t(m * h.strides[0]) * es, std::size_t(im.d_model) * es);
         }
@@ -424,20 +445,19 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
     const int64_t ff_pad = panels_ff * kPanel;
     HalideBuffer W2(im.w2.ptr.get(), ht, {{kp, 1}, {kPanel, kp}, {ff_pad / kp, kp * kPanel}, {panels_out, ff_pad * kPanel}});
     HalideBuffer B2(im.b2.ptr.get(), f32, {{kPanel, 1}, {panels_out, kPanel}});
-    // Adams2019 shifts its output tiles inwards (tiles up to its estimate, 512 tokens x 768
+    // Adams2019 shifts its output tiles inwards (tiles up to its estimate, 512 tokens x 3072
     // features), which writes before the start of a smaller output: give it a scratch output of
-    // at least that size and copy the real part out.
-    void *out_data = out.data;
+    // at least that size (allocated after the bounds check below) and copy the real part out.
     int64_t out_rows = M, out_cols = d_out, out_stride = out.strides[0];
-    std::vector<uint8_t> scratch;
-    if (im.options.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < kAutoschedMinCols)) {
+    const bool use_scratch =
+        im.options.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < kAutoschedMinCols);
+    if (use_scratch) {
         out_rows = std::max(M, kAutoschedMinRows), out_cols = std::max(d_out, kAutoschedMinCols);
         out_stride = out_cols;
-        scratch.assign(std::size_t(out_rows * out_cols) * es, 0);
-        out_data = scratch.data();
     }
-    HalideBuffer O(out_data, ht, {{out_cols, 1}, {out_rows, out_stride}});
+    HalideBuffer O(use_scratch ? nullptr : out.data, ht, {{out_cols, 1}, {out_rows, out_stride}});
     bool residual = im.options.residual;
+    int32_t d_ff = int32_t(im.d_ff);
 
     std::vector<void *> args = {&H.buf, &W1.buf, &B1.buf};
     if (im.gated()) {
@@ -447,10 +467,21 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
         args.push_back(&W2.buf);
         args.push_back(&B2.buf);
         args.push_back(&residual);
+        args.push_back(&d_ff);
     }
     args.push_back(&O.buf);
+    std::vector<uint8_t> scratch;
     if (im.options.schedule == Schedule::Adams2019) {
         check_autoscheduled_bounds(im.kernel, args, {&H, &W1, &B1, &V, &W2, &B2});
+        if (use_scratch) {
+            try {
+                scratch.assign(std::size_t(out_rows * out_cols) * es, 0);
+            } catch (const std::bad_alloc &) {
+                throw Error(ErrorCode::TooLarge, "FeedForward::forward: cannot allocate the adams2019 scratch output (" +
+                                                     std::to_string(out_rows) + " x " + std::to_string(out_cols) + ")");
+            }
+            O.buf.host = scratch.data();
+        }
     }
     detail::check_halide_status(im.kernel->fn(args.data()), im.kernel->info.name);
     if (!scratch.empty()) {

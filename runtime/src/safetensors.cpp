@@ -275,7 +275,9 @@ TensorView SafeTensorsFile::tensor(const std::string &name) const {
     for (int d = v.rank - 1; d >= 0; d--) {
         v.shape[d] = e.shape[static_cast<std::size_t>(d)];
         v.strides[d] = stride;
-        stride *= v.shape[d] > 0 ? v.shape[d] : 1;
+        if (__builtin_mul_overflow(stride, v.shape[d] > 0 ? v.shape[d] : 1, &stride)) {
+            impl_->fail(name, "shape too large for int64 strides");
+        }
     }
     return v;
 }

@@ -13,7 +13,7 @@
 // ignores it.
 //
 // Layouts and shapes (all row-major, dense, dimension 0 outermost, like PyTorch):
-//   h    [M, d_model]             activations (M >= 1 tokens)
+//   h    [M, d_model]             activations (M >= 0 tokens; M = 0 does nothing)
 //   w1   [d_ff, d_model]          nn.Linear(d_model, d_ff).weight   (BERT: intermediate.dense)
 //   b1   [d_ff]                   optional (data == nullptr: no bias)
 //   v    [d_ff, d_model]          GeGLU/SwiGLU only: the linear ("up") projection
@@ -26,16 +26,22 @@
 // Dtypes: DType::F32 everywhere, or DType::BF16 everywhere (weights, biases, h, out). Products
 // are accumulated in float32 in both cases; bf16 output is rounded once, to nearest even.
 // The pre-activation z = h·W1ᵀ + b1 is kept in float32 (the bias is added to the float32
-// accumulator, never rounded to bf16 first: handed case G28), then GELU is evaluated with the
-// float32 kernels of gelu.h (Math::Fast numerics) and, for bf16, the GELU output is rounded to
-// bf16 before the second GEMM (the intermediate activation is bf16, as in a bf16 model).
+// accumulator, never rounded to bf16 first: handed case G28), then GELU (SiLU) is evaluated in
+// float64 with the accurate math of gelu.h (Math::Accurate, <= 1 float32 ULP of GELU(z)) and
+// rounded once to the storage type; for bf16 the intermediate activation is bf16, as in a bf16
+// model. Float32 overflow of a GEMM gives +-inf pre-activations, mapped to GELU's limits.
+// bf16 subnormals: on Sapphire Rapids / Zen 4 the bf16 products use AVX512_BF16's vdpbf16ps,
+// which treats subnormal bf16 inputs and float32 results as zero (Intel SDM, VDPBF16PS: DAZ and
+// FTZ regardless of MXCSR); the other x86 sub-targets keep subnormals. Normal values agree.
 //
 // Weights are packed once, at construction, into gelukit's GEMM layout (see pack_weights below);
 // FeedForward owns the packed copy, so the caller's buffers may be freed afterwards.
 //
-// Errors: gelukit::Error (InvalidArgument) for null data, a missing required weight, shapes that
-// do not agree, non-dense views, a dtype other than F32/BF16 or mixed dtypes; TooLarge when a
-// dimension exceeds 2^31 - 1 elements. Nothing aborts.
+// Errors: gelukit::Error: InvalidArgument for null data, a missing required weight, shapes that
+// do not agree, negative sizes, non-dense weights, rows that are not contiguous, out overlapping
+// h, mixed dtypes; Unsupported for a dtype other than F32/BF16 or a kind/form/dtype/schedule
+// that is not built; TooLarge for d_model or d_ff > 44,739,242 (int32 strides of the packed
+// panels), M or a row stride > 2^31 - 1, or an allocation that fails. Nothing aborts.
 // Schedules: Hand for every kind, form and dtype; Naive for Ffn and LinearGelu, Adams2019 for
 // LinearGelu, with f32 and Form::Erf (ffn_kernels() lists what is built; others throw
 // Unsupported). The Adams2019 kernel is tuned for BERT-base sizes (M ~512, 768 -> 3072); a
