@@ -148,6 +148,8 @@ endfunction()
 # Rows: every kind x form x dtype with the hand schedule; the naive and autoscheduled
 # schedules for the f32 exact-GELU ffn and linear_gelu (the comparison the benchmark reports).
 set(GELUKIT_FFN_KINDS linear_gelu ffn geglu swiglu)
+# Token rows per parallel task of the hand FFN schedule (generators/ffn_generator.cpp, m_block).
+set(GELUKIT_FFN_M_BLOCK 32 CACHE STRING "Token rows per task of the hand FFN schedule")
 set(GELUKIT_FFN_DTYPES f32 bf16)
 # ffn:f32:erf:adams2019 is not built: Adams2019's schedule of the whole two-GEMM pipeline reads
 # W2 panels [0, 64) where BERT-base has 16 (its tiles of the panel dimension follow the d_ff
@@ -207,6 +209,9 @@ function(gelukit_add_ffn_kernels)
             set(param_sched sched=${schedule})
         endif ()
         set(params kind=${kind} form=${form_param} dtype=${htype} ${param_sched})
+        if (schedule STREQUAL "hand")
+            list(APPEND params m_block=${GELUKIT_FFN_M_BLOCK})
+        endif ()
         add_halide_library(
             ${name} FROM ${ARG_GENERATOR}
             GENERATOR ffn
