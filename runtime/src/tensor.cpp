@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "gelukit/tensor.h"
 
 #include <sstream>
@@ -42,10 +43,14 @@ TensorView TensorView::contiguous(void *data, DType dtype, std::initializer_list
     for (int64_t s : shape) {
         v.shape[i++] = s;
     }
+    // Saturating: a view too large for int64 strides keeps INT64_MAX strides, which the kernels'
+    // argument checks reject as too large (no signed overflow here; found by UBSan).
     int64_t stride = 1;
     for (int d = v.rank - 1; d >= 0; d--) {
         v.strides[d] = stride;
-        stride *= v.shape[d] > 0 ? v.shape[d] : 1;
+        if (__builtin_mul_overflow(stride, v.shape[d] > 0 ? v.shape[d] : 1, &stride)) {
+            stride = INT64_MAX;
+        }
     }
     return v;
 }
