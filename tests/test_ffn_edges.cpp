@@ -27,6 +27,15 @@ float from_bf(uint16_t b) {
     return float(bits_to_double(b, DType::BF16));
 }
 
+// n draws of `nd` (shared across calls, so consecutive tensors continue one random stream).
+std::vector<float> normal_floats(std::mt19937 &rng, std::normal_distribution<float> &nd, std::size_t n) {
+    std::vector<float> x(n);
+    for (float &f : x) {
+        f = nd(rng);
+    }
+    return x;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. Negative M (h [-1, d_model], out [-1, d_out]) is a clean InvalidArgument.
 TEST(FfnEdges, NegativeMF32) {
@@ -218,11 +227,7 @@ TEST(FfnEdges, DOutDiffersFromDModel) {
         const int64_t M = 5, dm = 7, dff = 13;
         std::mt19937 rng(3);
         std::normal_distribution<float> nd(0.0f, 0.5f);
-        auto gen = [&](std::size_t n) {
-            std::vector<float> x(n);
-            for (float &f : x) f = nd(rng);
-            return x;
-        };
+        auto gen = [&](std::size_t n) { return normal_floats(rng, nd, n); };
         auto w1 = gen(dff * dm), b1 = gen(dff), w2 = gen(d_out * dff), b2 = gen(d_out), h = gen(M * dm);
         FeedForwardWeights w;
         w.w1 = TensorView::contiguous(w1.data(), DType::F32, {dff, dm});
@@ -259,11 +264,7 @@ TEST(FfnEdges, ConcurrentForward) {
     const int64_t M = 67, dm = 50, dff = 150;
     std::mt19937 rng(5);
     std::normal_distribution<float> nd(0.0f, 0.3f);
-    auto gen = [&](std::size_t n) {
-        std::vector<float> x(n);
-        for (float &f : x) f = nd(rng);
-        return x;
-    };
+    auto gen = [&](std::size_t n) { return normal_floats(rng, nd, n); };
     auto w1 = gen(dff * dm), v = gen(dff * dm), w2 = gen(dm * dff);
     FeedForwardWeights w;
     w.w1 = TensorView::contiguous(w1.data(), DType::F32, {dff, dm});

@@ -154,23 +154,8 @@ void pack_bias(const TensorView &b, int64_t n, DType dt, AlignedBytes &dst) {
     }
 }
 
-halide_type_t halide_type_of(DType dt) {
-    return dt == DType::F32 ? halide_type_t(halide_type_float, 32) : halide_type_t(halide_type_bfloat, 16);
-}
-
-struct HalideBuffer {
-    halide_buffer_t buf{};
-    halide_dimension_t dims[4]{};
-    HalideBuffer(void *data, halide_type_t type, std::initializer_list<std::pair<int64_t, int64_t>> extent_stride) {
-        buf.host = static_cast<uint8_t *>(data);
-        buf.type = type;
-        buf.dim = dims;
-        buf.dimensions = 0;
-        for (const auto &es : extent_stride) {
-            dims[buf.dimensions++] = halide_dimension_t(0, int32_t(es.first), int32_t(es.second));
-        }
-    }
-};
+using detail::halide_type_of;
+using detail::HalideBuffer;
 
 // Adams2019 tiles shift inwards at the tensor edges and may then read outside the packed panels
 // of a small problem. Halide's bounds query (every buffer with host == nullptr) reports the
@@ -184,8 +169,7 @@ void check_autoscheduled_bounds(const FfnEntry *kernel, const std::vector<void *
     for (std::size_t i = 0; i < args.size(); i++) {
         for (HalideBuffer *b : inputs) {
             if (args[i] == &b->buf) {
-                query.push_back(*b);
-                query.back().buf.dim = query.back().dims;
+                query.push_back(*b);  // the copy points at its own dims
                 query.back().buf.host = nullptr;
                 qargs[i] = &query.back().buf;
             }

@@ -233,28 +233,13 @@ Layout normalise(const std::vector<Operand> &ops) {
     return l;
 }
 
-halide_type_t halide_type_of(DType dt) {
-    switch (dt) {
-    case DType::F32:
-        return halide_type_t(halide_type_float, 32);
-    case DType::F16:
-        return halide_type_t(halide_type_float, 16);
-    case DType::BF16:
-        return halide_type_t(halide_type_bfloat, 16);
-    }
-    return halide_type_t();
-}
-
-struct HalideView {
-    halide_buffer_t buf{};
-    halide_dimension_t dims[4]{};
-};
+using detail::halide_type_of;
+using HalideView = detail::HalideBuffer;
 
 void make_halide_view(HalideView &hv, void *data, DType dt, const Layout &l, int operand) {
     hv.buf.host = static_cast<uint8_t *>(data);
     hv.buf.type = halide_type_of(dt);
     hv.buf.dimensions = 4;
-    hv.buf.dim = hv.dims;
     int64_t span = 1;
     for (int d = 0; d < 4; d++) {
         if (d < l.rank) {

@@ -173,6 +173,18 @@ void ensure_initialized() {
     });
 }
 
+halide_type_t halide_type_of(DType dt) {
+    switch (dt) {
+    case DType::F32:
+        return halide_type_t(halide_type_float, 32);
+    case DType::F16:
+        return halide_type_t(halide_type_float, 16);
+    case DType::BF16:
+        return halide_type_t(halide_type_bfloat, 16);
+    }
+    return halide_type_t();
+}
+
 void check_halide_status(int status, const std::string &kernel_name) {
     if (status == 0) {
         return;

@@ -2,9 +2,14 @@
 // pool, ISA dispatch hook) shared by all gelukit entry points.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "HalideRuntime.h"
+#include "gelukit/tensor.h"
 
 namespace gelukit::detail {
 
@@ -13,5 +18,38 @@ void ensure_initialized();
 
 // Throws gelukit::Error(ErrorCode::Halide) with Halide's own message if status != 0.
 void check_halide_status(int status, const std::string &kernel_name);
+
+// The Halide element type of a storage dtype.
+halide_type_t halide_type_of(DType dt);
+
+// A halide_buffer_t that carries its own dimension array (rank <= 4, min 0 in every dimension);
+// copies point at their own copy of the dimensions.
+struct HalideBuffer {
+    halide_buffer_t buf{};
+    halide_dimension_t dims[4]{};
+
+    HalideBuffer() {
+        buf.dim = dims;
+    }
+    // One (extent, stride) pair per dimension, innermost first; strides in elements.
+    HalideBuffer(void *data, halide_type_t type, std::initializer_list<std::pair<int64_t, int64_t>> extent_stride) {
+        buf.host = static_cast<uint8_t *>(data);
+        buf.type = type;
+        buf.dim = dims;
+        for (const auto &es : extent_stride) {
+            dims[buf.dimensions++] = halide_dimension_t(0, int32_t(es.first), int32_t(es.second));
+        }
+    }
+    HalideBuffer(const HalideBuffer &o) : buf(o.buf) {
+        std::copy(o.dims, o.dims + 4, dims);
+        buf.dim = dims;
+    }
+    HalideBuffer &operator=(const HalideBuffer &o) {
+        buf = o.buf;
+        std::copy(o.dims, o.dims + 4, dims);
+        buf.dim = dims;
+        return *this;
+    }
+};
 
 }  // namespace gelukit::detail
