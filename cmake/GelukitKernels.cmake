@@ -13,17 +13,40 @@
 #     schedule naive | hand | adams2019
 include_guard(GLOBAL)
 
-# x86-64 CPU targets, most specific first: the multi-target wrapper dispatches at run time to
-# the first one whose features the CPU has (and, for the vendor-tuned Sapphire Rapids and Zen 4
-# targets, whose vendor made the CPU: runtime/src/halide_glue.cpp; LLVM's znver4 code uses AMD's
-# SSE4a `insertq`, which faulted on Intel in the FFN kernels). SSE4.1 is the floor (every x86-64 CPU since 2008).
+# CPU targets of the architecture being built (CMAKE_SYSTEM_PROCESSOR: the host's, or aarch64 in
+# the cross build of cmake/toolchains/aarch64-linux-gnu.cmake), most specific first: each
+# library is a multi-target one whose wrapper dispatches at run time to the first sub-target
+# whose features the CPU has (runtime/src/halide_glue.cpp adds gelukit's cap and vendor rules).
 # Never "host": a library built for the build machine's CPU crashes on older ones.
-set(GELUKIT_X86_TARGETS
-    x86-64-linux-avx512_sapphirerapids
-    x86-64-linux-avx512_zen4
-    x86-64-linux-avx512_skylake
-    x86-64-linux-avx2-fma-f16c
-    x86-64-linux-sse41)
+#
+# x86-64: SSE4.1 is the floor (every x86-64 CPU since 2008). The vendor-tuned Sapphire Rapids
+#   and Zen 4 sub-targets are taken only on their vendor's CPUs (LLVM's znver4 code uses AMD's
+#   SSE4a `insertq`, which faulted on Intel in the FFN kernels).
+# arm-64: NEON (Advanced SIMD) is the AArch64 floor. arm_fp16 (ARMv8.2-A FP16: Graviton 2+,
+#   Ampere Altra, Apple M1+) makes the fp16 <-> fp32 conversions of the fp16 kernels native
+#   fcvtl/fcvtn vector instructions; without it Halide emulates them in integer code (G49).
+#   arm_dot_prod is not a sub-target: it only adds int8 dot products, and the test
+#   arm_features_change_code (tests/CMakeLists.txt) checks that our float kernels' assembly
+#   is identical with and without it.
+if (CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+    set(GELUKIT_ARCH x86-64)
+    set(GELUKIT_CPU_TARGETS
+        x86-64-linux-avx512_sapphirerapids
+        x86-64-linux-avx512_zen4
+        x86-64-linux-avx512_skylake
+        x86-64-linux-avx2-fma-f16c
+        x86-64-linux-sse41)
+elseif (CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+    set(GELUKIT_ARCH arm-64)
+    set(GELUKIT_CPU_TARGETS
+        arm-64-linux-arm_fp16
+        arm-64-linux)
+else ()
+    message(FATAL_ERROR "gelukit: no CPU targets for processor '${CMAKE_SYSTEM_PROCESSOR}' "
+                        "(supported: x86_64, aarch64)")
+endif ()
+# The plain triple, for the one Halide runtime of the binary (it carries no ISA-specific code).
+set(GELUKIT_HALIDE_RUNTIME_TARGET ${GELUKIT_ARCH}-linux)
 # Features common to every CPU kernel: 64-bit indexing, so tensors >= 2^31 bytes work (G38).
 set(GELUKIT_CPU_FEATURES large_buffers)
 

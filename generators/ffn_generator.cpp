@@ -30,6 +30,8 @@
 // math (gelu_math.h, Math::Accurate: <= 1 float32 ULP), then rounds once to the storage type.
 // With bf16 the GELU output is rounded to bf16 for the second GEMM (handed case G28: bias added
 // in float32, one rounding).
+#include <algorithm>
+
 #include "Halide.h"
 #include "common/ffn_layout.h"
 #include "common/gelu_math.h"
@@ -255,13 +257,22 @@ private:
     }
 
     // Register tile: kPanel (48) output features x mr token rows, accumulated in registers over
-    // the whole K loop. AVX-512: 3 zmm x 8 rows = 24 of 32 registers (+3 weight vectors, 1
-    // broadcast); AVX2: 6 ymm x 2 rows = 12 of 16; SSE4.1: 12 xmm x 1 row. Gated kinds carry two
-    // accumulator sets (W1 and V), so half the rows. Measured on one Sapphire Rapids core
-    // (Halide JIT, 512x768x3072, no epilogue): 142 GFLOP/s = 81% of the 175 GFLOP/s FMA peak.
+    // the whole K loop. mr is what the target's vector register file holds: kPanel/lanes
+    // accumulator vectors per row, with 4 registers kept for the streamed weight vectors and the
+    // broadcast operand, at most 8 rows (the h rows of a tile stay in L1). That gives
+    // AVX-512: 3 zmm x 8 rows = 24 of 32 registers; AVX2: 6 ymm x 2 rows = 12 of 16; SSE4.1:
+    // 12 xmm x 1 row; AArch64 NEON (32 x 128-bit registers, fmla by element needs no broadcast
+    // register): 12 x 2 rows = 24 of 32. Gated kinds carry two accumulator sets (W1 and V), so
+    // half the rows. Measured on one Sapphire Rapids core (Halide JIT, 512x768x3072, no
+    // epilogue): 142 GFLOP/s = 81% of the 175 GFLOP/s FMA peak.
     int tile_rows(bool two_accumulator_sets) const {
+        const Target &t = get_target();
         const int lanes = natural_vector_size(Float(32));
-        int mr = lanes >= 16 ? 8 : lanes == 8 ? 2 : 1;
+        // 32 vector registers: AArch64, and x86 with AVX-512 (16 float32 lanes); else 16.
+        const bool wide_register_file = t.arch == Target::ARM || lanes >= 16;
+        const int registers = wide_register_file ? 32 : 16;
+        const int per_row = kPanel / lanes;
+        int mr = std::clamp((registers - 4) / per_row, 1, 8);
         if (two_accumulator_sets) {
             mr = std::max(1, mr / 2);
         }

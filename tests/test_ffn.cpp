@@ -27,6 +27,7 @@
 #include "gelukit/ffn.h"
 #include "minilm.h"
 #include "support/reference.h"
+#include "support/scale.h"
 
 namespace gelukit {
 // Readable parameter in failure messages (instead of the bytes of the struct); found by ADL.
@@ -299,11 +300,14 @@ TEST_P(FfnKernel, OddShapesAgainstDoubleReference) {
 TEST_P(FfnKernel, ModelShapes) {
     const FfnKernelInfo &k = GetParam();
     std::vector<std::array<int64_t, 3>> shapes = {{7, 384, 1536}};
-    if (k.schedule != Schedule::Naive) {
-        shapes.push_back({64, 384, 1536});
+    // Under qemu (softfloat double reference: ~3 s per shape) 33 rows, still two tasks of
+    // m_block = 32 rows, one of them partial; and only for the exact-GELU and SiLU kernels (the
+    // forms differ in the epilogue alone, which the 7-row shape covers).
+    if (k.schedule != Schedule::Naive && (!kUnderEmulator || k.form == "erf" || k.form == "silu")) {
+        shapes.push_back({scaled<int64_t>(64, 33), 384, 1536});
     }
-    if (k.schedule != Schedule::Naive && (k.kind == FfnKind::Ffn || k.kind == FfnKind::LinearGelu) &&
-        k.form == "erf") {
+    if (!kUnderEmulator && k.schedule != Schedule::Naive &&
+        (k.kind == FfnKind::Ffn || k.kind == FfnKind::LinearGelu) && k.form == "erf") {
         shapes.push_back({513, 768, 3072});  // the double reference alone takes seconds here
     }
     uint32_t seed = 100;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -277,6 +278,77 @@ TEST_P(HandedCases, G40_InnermostStrideTwoInAndOut) {
     // Spot values quoted by the case file (row 0).
     EXPECT_NEAR(out[0], -0.0155241629f, 1e-8f);
     EXPECT_NEAR(out[8], 1.39978921f, 1e-6f);
+}
+
+TEST_P(HandedCases, G34_Fp16MaxFiniteSurvivesNativeHalfMath) {
+    // +-65504 (0x7BFF / 0xFBFF), the largest finite fp16: GELU(65504) = 65504 exactly (Phi = 1),
+    // GELU(-65504) = -0 (below the smallest fp16 subnormal); GELU' = 1 and 0 there, so
+    // dx = dy = 65504 must not overflow to inf. Run with native (arm_fp16, F16C) and emulated
+    // conversions by ctest's ISA runs.
+    require(DType::F16);
+    if (IsSkipped()) {
+        return;
+    }
+    for (Form form : {Form::Erf, Form::Tanh, Form::Sigmoid}) {
+        std::vector<uint32_t> y = run_forward({0x7BFF, 0xFBFF}, DType::F16, opts(form));
+        EXPECT_EQ(y[0], 0x7BFFu) << form_name(form) << std::hex << " got 0x" << y[0];
+        EXPECT_EQ(y[1], 0x8000u) << form_name(form) << std::hex << " got 0x" << y[1];
+        std::vector<uint32_t> dx = run_backward({0x7BFF, 0xFBFF}, {0x7BFF, 0x7BFF}, DType::F16, opts(form));
+        EXPECT_EQ(dx[0], 0x7BFFu) << form_name(form) << std::hex << " got 0x" << dx[0];
+        EXPECT_TRUE(dx[1] == 0x0000u || dx[1] == 0x8000u) << form_name(form) << std::hex << " got 0x" << dx[1];
+    }
+}
+
+TEST_P(HandedCases, G34_LargeNegativeGivesMinusZero) {
+    // GELU(x) -> 0 from below (gelu-reference.md): exact and tanh float32 results round to -0.0
+    // below x ~ -14.357 (take -20); the sigmoid form decays only like e^{1.702 x} (-20 gives
+    // -3.3e-14), so take -100 there. These, -1e30 and -FLT_MAX give exactly -0.0 (0x80000000),
+    // never +0.
+    for (Form form : {Form::Erf, Form::Tanh, Form::Sigmoid}) {
+        const float tail = form == Form::Sigmoid ? -100.0f : -20.0f;
+        std::vector<uint32_t> y = run_forward({F(tail), F(-1e30f), 0xFF7FFFFFu}, DType::F32, opts(form));
+        for (std::size_t i = 0; i < y.size(); i++) {
+            EXPECT_EQ(y[i], 0x80000000u) << form_name(form) << " input " << i << std::hex << " got 0x" << y[i];
+        }
+    }
+}
+
+TEST_P(HandedCases, G48_Fp32RowOf17AndVectorTails) {
+    // A8: x = -4, -3.5, ..., 4 (17 values: 4 NEON vectors + 1, 1 AVX-512 vector + 1) and the
+    // case file's exact GELU values (9 significant digits, so 1 ULP is added to the tolerance
+    // for their own rounding). Lengths 1, 15, 16, 31, 33 cycle through the row: every tail
+    // shape around the 4-, 8- and 16-lane vectors.
+    const double a8[17] = {-0.000126684972, -0.000814201776, -0.00404969417, -0.0155241629, -0.0455002636,
+                           -0.100210801,    -0.158655256,    -0.154268771,   0.0,           0.345731229,
+                           0.841344774,     1.39978921,      1.95449972,     2.48447585,    2.99595022,
+                           3.4991858,       3.9998734};
+    for (int n : {17, 1, 15, 16, 31, 33}) {
+        std::vector<uint32_t> x(n), want(n);
+        for (int i = 0; i < n; i++) {
+            x[i] = F(-4.0f + 0.5f * static_cast<float>(i % 17));
+            want[i] = round_to_bits(RefValue{a8[i % 17], 0.0}, DType::F32);
+        }
+        std::vector<uint32_t> got = run_forward(x, DType::F32, opts());
+        for (int i = 0; i < n; i++) {
+            EXPECT_LE(ulp_distance(got[i], want[i], DType::F32), tol(Direction::Forward, DType::F32, Form::Erf) + 1)
+                << "length " << n << " index " << i << " x = " << -4.0 + 0.5 * (i % 17);
+        }
+    }
+}
+
+TEST_P(HandedCases, G49_Fp16ExactSameBitsWithAndWithoutNativeFp16) {
+    // x = 1.0 (0x3C00) -> 0x3ABB, x = -0.5 (0xB800) -> 0xB0F0, whichever conversion code ran:
+    // ctest runs this with native fp16 (neon_fp16 / F16C) and emulated (neon, a CPU without
+    // FP16 under qemu, sse41) and the kernels compute in float32/float64 either way.
+    require(DType::F16);
+    if (IsSkipped()) {
+        return;
+    }
+    std::vector<uint32_t> got = run_forward({0x3C00, 0xB800}, DType::F16, opts());
+    EXPECT_EQ(got[0], 0x3ABBu) << std::hex << got[0];
+    EXPECT_EQ(got[1], 0xB0F0u) << std::hex << got[1];
+    RecordProperty("half_conversion_path", half_conversion_path());
+    std::printf("[ INFO ] G49 on %s: fp16 conversions %s\n", dispatched_isa().c_str(), half_conversion_path().c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, HandedCases,

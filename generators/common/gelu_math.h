@@ -172,9 +172,12 @@ inline Halide::Expr gelu_erf(const Halide::Expr &x, const Halide::Expr &inv_s, b
 
     if (!gradient) {
         // Q(t) = e^{-t^2/2} M(t) / sqrt(2 pi);  y = x (1 - Q) for z >= 0, x Q for z < 0.
+        // Beyond tmax the negative side is -0 (the true value is a negative number far below the
+        // smallest subnormal) stated explicitly: x * (+0) would be -0 in IEEE arithmetic, but
+        // Halide's simplifier folds x * 0 to +0.
         Expr q_mant = select(beyond, k(t, 0.0), e.mant * mills * k(t, inv_sqrt_2pi));
         Expr q = detail::ldexp_neg(q_mant, e.n, t);
-        Expr y_neg = f64 ? x * q : detail::ldexp_neg(x * q_mant, e.n, t);
+        Expr y_neg = select(beyond, k(t, -0.0), f64 ? x * q : detail::ldexp_neg(x * q_mant, e.n, t));
         Expr y_pos = x - x * q;
         // x = -0: keep the sign (x - x*q would give +0).
         return select(x == k(t, 0.0), x, select(positive, y_pos, y_neg));

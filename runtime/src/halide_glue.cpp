@@ -1,8 +1,8 @@
-#include <cstring>
 #include "halide_glue.h"
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -27,12 +27,29 @@ extern "C" void gelukit_halide_error_handler(void * /*user_context*/, const char
     g_last_error = t_last_error;
 }
 
-std::atomic<int> g_max_isa{static_cast<int>(Isa::AVX512SapphireRapids)};
+// The levels of the architecture this runtime is compiled for (Isa in runtime.h).
+#if defined(__x86_64__)
+constexpr Isa kIsaLevels[] = {Isa::SSE41, Isa::AVX2, Isa::AVX512Skylake, Isa::AVX512Zen4, Isa::AVX512SapphireRapids};
+#elif defined(__aarch64__)
+constexpr Isa kIsaLevels[] = {Isa::Neon, Isa::NeonFp16};
+#else
+#error "gelukit: unsupported architecture (x86-64 and aarch64 are built)"
+#endif
+constexpr Isa kLowestIsa = kIsaLevels[0];
+constexpr Isa kHighestIsa = kIsaLevels[sizeof(kIsaLevels) / sizeof(kIsaLevels[0]) - 1];
+
+std::atomic<int> g_max_isa{static_cast<int>(kHighestIsa)};
 std::atomic<int> g_dispatched_isa{-1};
 // Set once any wrapper has asked: a wrapper that rejects every specific sub-target runs its
-// last one (SSE4.1) without asking about it.
+// last one (the floor: SSE4.1, NEON) without asking about it.
 std::atomic<bool> g_any_query{false};
 
+bool has_feature(int count, const uint64_t *features, halide_target_feature_t f) {
+    int word = static_cast<int>(f) / 64;
+    return word < count && ((features[word] >> (static_cast<int>(f) % 64)) & 1);
+}
+
+#if defined(__x86_64__)
 enum class Vendor { Intel, AMD, Other };
 
 Vendor cpu_vendor() {
@@ -50,41 +67,51 @@ Vendor cpu_vendor() {
     return vendor;
 }
 
-bool has_feature(int count, const uint64_t *features, halide_target_feature_t f) {
-    int word = static_cast<int>(f) / 64;
-    return word < count && ((features[word] >> (static_cast<int>(f) % 64)) & 1);
-}
-
 // The ISA level a multi-target wrapper asks about, from the features of that sub-target.
-int isa_level(int count, const uint64_t *features) {
+Isa isa_level(int count, const uint64_t *features) {
     if (has_feature(count, features, halide_target_feature_avx512_sapphirerapids)) {
-        return static_cast<int>(Isa::AVX512SapphireRapids);
+        return Isa::AVX512SapphireRapids;
     }
     if (has_feature(count, features, halide_target_feature_avx512_zen4)) {
-        return static_cast<int>(Isa::AVX512Zen4);
+        return Isa::AVX512Zen4;
     }
     if (has_feature(count, features, halide_target_feature_avx512_skylake)) {
-        return static_cast<int>(Isa::AVX512Skylake);
+        return Isa::AVX512Skylake;
     }
     if (has_feature(count, features, halide_target_feature_avx2)) {
-        return static_cast<int>(Isa::AVX2);
+        return Isa::AVX2;
     }
-    return static_cast<int>(Isa::SSE41);
+    return Isa::SSE41;
 }
 
+// Vendor-tuned sub-targets only on their vendor's CPUs (see Isa in runtime.h).
+bool vendor_allows(Isa level) {
+    if (level == Isa::AVX512SapphireRapids) {
+        return cpu_vendor() == Vendor::Intel;
+    }
+    if (level == Isa::AVX512Zen4) {
+        return cpu_vendor() == Vendor::AMD;
+    }
+    return true;
+}
+#else
+Isa isa_level(int count, const uint64_t *features) {
+    return has_feature(count, features, halide_target_feature_arm_fp16) ? Isa::NeonFp16 : Isa::Neon;
+}
+
+bool vendor_allows(Isa) {
+    return true;
+}
+#endif
+
 // Called by each kernel's multi-target wrapper for its sub-targets, most specific first, at its
-// first call; the first accepted one is cached by the wrapper.
+// first call; the first accepted one is cached by the wrapper. Halide's default check reads the
+// CPU's features (x86: cpuid; Linux aarch64: getauxval(AT_HWCAP)).
 extern "C" int gelukit_can_use_target_features(int count, const uint64_t *features) {
     g_any_query.store(true);
-    int level = isa_level(count, features);
-    if (level > g_max_isa.load()) {
-        return 0;
-    }
-    // Vendor-tuned sub-targets only on their vendor's CPUs (see Isa in runtime.h).
-    if (level == static_cast<int>(Isa::AVX512SapphireRapids) && cpu_vendor() != Vendor::Intel) {
-        return 0;
-    }
-    if (level == static_cast<int>(Isa::AVX512Zen4) && cpu_vendor() != Vendor::AMD) {
+    const Isa isa = isa_level(count, features);
+    const int level = static_cast<int>(isa);
+    if (level > g_max_isa.load() || !vendor_allows(isa)) {
         return 0;
     }
     int ok = halide_default_can_use_target_features(count, features);
@@ -112,23 +139,30 @@ const char *isa_name(Isa isa) {
         return "avx512_zen4";
     case Isa::AVX512SapphireRapids:
         return "avx512_sapphirerapids";
+    case Isa::Neon:
+        return "neon";
+    case Isa::NeonFp16:
+        return "neon_fp16";
     }
     return "invalid-isa";
 }
 
 Isa isa_from_name(const std::string &name) {
-    for (Isa isa : {Isa::SSE41, Isa::AVX2, Isa::AVX512Skylake, Isa::AVX512Zen4, Isa::AVX512SapphireRapids}) {
+    std::string known;
+    for (Isa isa : kIsaLevels) {
         if (name == isa_name(isa)) {
             return isa;
         }
+        known += (known.empty() ? "" : ", ") + std::string(isa_name(isa));
     }
     throw Error(ErrorCode::InvalidArgument,
-                "unknown ISA '" + name +
-                    "' (expected sse41, avx2, avx512_skylake, avx512_zen4 or avx512_sapphirerapids)");
+                "unknown ISA '" + name + "' for this build's architecture (expected one of: " + known + ")");
 }
 
 void set_max_isa(Isa isa) {
     detail::ensure_initialized();
+    // Only the levels of this build's architecture (isa_from_name's check, by name).
+    isa_from_name(isa_name(isa));
     if (g_any_query.load()) {
         throw Error(ErrorCode::InvalidArgument,
                     "set_max_isa() must be called before the first kernel call (Halide caches its "
@@ -140,9 +174,19 @@ void set_max_isa(Isa isa) {
 std::string dispatched_isa() {
     int level = g_dispatched_isa.load();
     if (level < 0) {
-        return g_any_query.load() ? std::string(isa_name(Isa::SSE41)) : std::string("none");
+        return g_any_query.load() ? std::string(isa_name(kLowestIsa)) : std::string("none");
     }
     return std::string(isa_name(static_cast<Isa>(level)));
+}
+
+std::string half_conversion_path() {
+    const std::string isa = dispatched_isa();
+    if (isa == "none") {
+        return isa;
+    }
+    // F16C is in every x86 sub-target above SSE4.1 (avx2-fma-f16c and the AVX-512 ones);
+    // arm_fp16 only in neon_fp16.
+    return (isa == "sse41" || isa == "neon") ? "emulated" : "native";
 }
 
 void set_num_threads(int n) {
