@@ -257,22 +257,22 @@ private:
     }
 
     // Register tile: kPanel (48) output features x mr token rows, accumulated in registers over
-    // the whole K loop. mr is what the target's vector register file holds: kPanel/lanes
-    // accumulator vectors per row, with 4 registers kept for the streamed weight vectors and the
-    // broadcast operand, at most 8 rows (the h rows of a tile stay in L1). That gives
-    // AVX-512: 3 zmm x 8 rows = 24 of 32 registers; AVX2: 6 ymm x 2 rows = 12 of 16; SSE4.1:
-    // 12 xmm x 1 row; AArch64 NEON (32 x 128-bit registers, fmla by element needs no broadcast
-    // register): 12 x 2 rows = 24 of 32. Gated kinds carry two accumulator sets (W1 and V), so
-    // half the rows. Measured on one Sapphire Rapids core (Halide JIT, 512x768x3072, no
-    // epilogue): 142 GFLOP/s = 81% of the 175 GFLOP/s FMA peak.
+    // the whole K loop: kPanel/lanes accumulator vectors per row, plus the weight vectors of a k
+    // step and the broadcast h values.
+    //  AVX-512 (32 zmm): 3 x 8 rows = 24 accumulators + 3 weights + 1 broadcast, no spills.
+    //    Measured on one Sapphire Rapids core (Halide JIT, 512x768x3072, no epilogue):
+    //    142 GFLOP/s = 81% of the 175 GFLOP/s FMA peak.
+    //  AVX2 (16 ymm): 6 x 2 rows; LLVM's code spills 6 registers per 12 FMAs there (found in
+    //    review; 1 row not measured against it yet). SSE4.1 (16 xmm): 12 x 1 row.
+    //  AArch64 NEON (32 q): 12 x 1 row. LLVM loads the step's 12 weight vectors up front, so 2
+    //    rows (24 accumulators + 12 weights + broadcasts = 38 > 32) spilled 7-21 q-registers per
+    //    K step (build-aarch64/generators/inspect/ffn_f32_erf_hand.s); 1 row does not (the gated
+    //    kinds' 12-accumulator loops had none).
+    // Gated kinds carry two accumulator sets (W1 and V), so half the rows.
     int tile_rows(bool two_accumulator_sets) const {
         const Target &t = get_target();
         const int lanes = natural_vector_size(Float(32));
-        // 32 vector registers: AArch64, and x86 with AVX-512 (16 float32 lanes); else 16.
-        const bool wide_register_file = t.arch == Target::ARM || lanes >= 16;
-        const int registers = wide_register_file ? 32 : 16;
-        const int per_row = kPanel / lanes;
-        int mr = std::clamp((registers - 4) / per_row, 1, 8);
+        int mr = t.arch == Target::ARM ? 1 : lanes >= 16 ? 8 : lanes == 8 ? 2 : 1;
         if (two_accumulator_sets) {
             mr = std::max(1, mr / 2);
         }

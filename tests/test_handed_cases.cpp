@@ -296,6 +296,10 @@ TEST_P(HandedCases, G34_Fp16MaxFiniteSurvivesNativeHalfMath) {
         std::vector<uint32_t> dx = run_backward({0x7BFF, 0xFBFF}, {0x7BFF, 0x7BFF}, DType::F16, opts(form));
         EXPECT_EQ(dx[0], 0x7BFFu) << form_name(form) << std::hex << " got 0x" << dx[0];
         EXPECT_TRUE(dx[1] == 0x0000u || dx[1] == 0x8000u) << form_name(form) << std::hex << " got 0x" << dx[1];
+        // And the infinities backward: GELU'(+inf) = 1 (dx = dy), GELU'(-inf) = -0.
+        std::vector<uint32_t> dinf = run_backward({0x7C00, 0xFC00}, {0x3C00, 0x3C00}, DType::F16, opts(form));
+        EXPECT_EQ(dinf[0], 0x3C00u) << form_name(form) << std::hex << " got 0x" << dinf[0];
+        EXPECT_EQ(dinf[1], 0x8000u) << form_name(form) << std::hex << " got 0x" << dinf[1];
     }
 }
 

@@ -156,7 +156,8 @@ Isa isa_from_name(const std::string &name) {
         known += (known.empty() ? "" : ", ") + std::string(isa_name(isa));
     }
     throw Error(ErrorCode::InvalidArgument,
-                "unknown ISA '" + name + "' for this build's architecture (expected one of: " + known + ")");
+                "ISA '" + name + "' is unknown or not a level of this build's architecture (expected one of: " + known +
+                    ")");
 }
 
 void set_max_isa(Isa isa) {
@@ -212,7 +213,11 @@ void ensure_initialized() {
         halide_set_error_handler(&gelukit_halide_error_handler);
         halide_set_custom_can_use_target_features(&gelukit_can_use_target_features);
         if (const char *env = std::getenv("GELUKIT_MAX_ISA")) {
-            g_max_isa.store(static_cast<int>(isa_from_name(env)));
+            try {
+                g_max_isa.store(static_cast<int>(isa_from_name(env)));
+            } catch (const Error &e) {
+                throw Error(ErrorCode::InvalidArgument, std::string("environment variable GELUKIT_MAX_ISA: ") + e.what());
+            }
         }
     });
 }

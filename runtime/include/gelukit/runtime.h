@@ -48,11 +48,15 @@ void set_max_isa(Isa isa);
 // The highest instruction set any kernel has dispatched to so far ("none" before a first call).
 std::string dispatched_isa();
 
-// Which code the fp16 kernels that ran use to convert between fp16 and their fp32/fp64 internal
-// math, from dispatched_isa() (G49): "native" (x86-64: F16C vcvtph2ps/vcvtps2ph, in the AVX2
-// and AVX-512 sub-targets; arm-64: ARMv8.2 FP16 fcvtl/fcvtn, the neon_fp16 sub-target) or
-// "emulated" (integer bit manipulation; correct, slower: x86 SSE4.1, ARM without FP16);
-// "none" before any kernel ran. Results are identical either way (one rounding to nearest even).
+// Which code the fp16 kernels use to convert between fp16 and their fp32/fp64 internal math
+// (G49), derived from dispatched_isa(), the highest sub-target any kernel (of any dtype) has
+// selected so far: "native" (x86-64: F16C vcvtph2ps/vcvtps2ph, in the AVX2 and AVX-512
+// sub-targets; arm-64: ARMv8.2 FP16 fcvtl/fcvtn, the neon_fp16 sub-target) or "emulated"
+// (integer bit manipulation; correct, slower: x86 SSE4.1, ARM without FP16); "none" before any
+// kernel ran. Every kernel selects by the same CPU features and cap, so the fp16 kernels take
+// that same sub-target. Results are identical either way (one rounding to nearest even). The
+// ctest arm_features.fp16_differs_gelu_f16 checks that the neon_fp16 code has the native
+// conversions and the neon code none.
 std::string half_conversion_path();
 
 enum class Direction { Forward, Backward };
