@@ -1,0 +1,634 @@
+// CUDA entry points (gelukit/cuda.h): device probe, Halide CUDA context/stream hooks, argument
+// checks and the calls into the CUDA kernel libraries (generated cuda_kernels.inc).
+//
+// The CUDA driver is reached through dlopen("libcuda.so.1"), like Halide's own CUDA runtime
+// does: the library builds and links on machines without the CUDA toolkit or a driver, and a
+// missing driver is an Error at run time, never a load failure or an abort (G42, FK-30).
+#include "gelukit/cuda.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "gelukit/error.h"
+#include "halide_glue.h"
+
+#if GELUKIT_HAVE_CUDA
+#include "HalideRuntimeCuda.h"
+#include "gelukit/generated/cuda_kernel_headers.h"
+#endif
+
+namespace gelukit::cuda {
+namespace {
+
+// --- The driver API subset gelukit itself needs (probe, primary context) ---------------------
+// Types and values from the CUDA driver API (cuda.h), declared here so no CUDA header is needed.
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void *;
+constexpr int kAttrComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrComputeCapabilityMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+
+struct Driver {
+    std::string error;  // non-empty: unusable, and why
+    CUresult (*cuInit)(unsigned) = nullptr;
+    CUresult (*cuDriverGetVersion)(int *) = nullptr;
+    CUresult (*cuDeviceGetCount)(int *) = nullptr;
+    CUresult (*cuDeviceGet)(CUdevice *, int) = nullptr;
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice) = nullptr;
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice) = nullptr;
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
+    CUresult (*cuGetErrorName)(CUresult, const char **) = nullptr;
+
+    std::string describe(CUresult r) const {
+        const char *name = nullptr;
+        if (cuGetErrorName && cuGetErrorName(r, &name) == 0 && name) {
+            return std::string(name) + " (" + std::to_string(r) + ")";
+        }
+        return "CUresult " + std::to_string(r);
+    }
+};
+
+const Driver &driver() {
+    static const Driver d = [] {
+        Driver d;
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            lib = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
+        }
+        if (!lib) {
+            const char *why = dlerror();
+            d.error = std::string("the NVIDIA driver library libcuda.so.1 could not be loaded (") +
+                      (why ? why : "no message") + "); no NVIDIA driver is installed on this machine";
+            return d;
+        }
+        auto sym = [&](auto &fn, const char *name) {
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+            if (!fn && d.error.empty()) {
+                d.error = std::string("libcuda.so.1 lacks ") + name;
+            }
+        };
+        sym(d.cuInit, "cuInit");
+        sym(d.cuDriverGetVersion, "cuDriverGetVersion");
+        sym(d.cuDeviceGetCount, "cuDeviceGetCount");
+        sym(d.cuDeviceGet, "cuDeviceGet");
+        sym(d.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+        sym(d.cuDeviceGetName, "cuDeviceGetName");
+        sym(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+        sym(d.cuGetErrorName, "cuGetErrorName");
+        if (d.error.empty()) {
+            CUresult r = d.cuInit(0);
+            if (r != 0) {
+                d.error = "cuInit failed: " + d.describe(r) + " (driver present, no usable device?)";
+            }
+        }
+        return d;  // the library stays loaded for the life of the process (as Halide's does)
+    }();
+    return d;
+}
+
+DeviceStatus probe(int device) noexcept {
+    DeviceStatus s;
+#if !GELUKIT_HAVE_CUDA
+    (void)device;
+    s.reason = "gelukit was built without CUDA (GELUKIT_CUDA=OFF)";
+    return s;
+#else
+    try {
+        const Driver &d = driver();
+        if (!d.error.empty()) {
+            s.reason = d.error;
+            return s;
+        }
+        d.cuDriverGetVersion(&s.driver_version);
+        CUresult r = d.cuDeviceGetCount(&s.device_count);
+        if (r != 0 || s.device_count <= 0) {
+            s.reason = r != 0 ? "cuDeviceGetCount failed: " + d.describe(r) : std::string("no CUDA device present");
+            return s;
+        }
+        if (device < 0 || device >= s.device_count) {
+            s.reason = "device " + std::to_string(device) + " does not exist (" + std::to_string(s.device_count) +
+                       " device(s))";
+            return s;
+        }
+        CUdevice dev = 0;
+        if ((r = d.cuDeviceGet(&dev, device)) != 0) {
+            s.reason = "cuDeviceGet failed: " + d.describe(r);
+            return s;
+        }
+        char name[256] = {0};
+        d.cuDeviceGetName(name, sizeof(name) - 1, dev);
+        s.name = name;
+        d.cuDeviceGetAttribute(&s.major, kAttrComputeCapabilityMajor, dev);
+        d.cuDeviceGetAttribute(&s.minor, kAttrComputeCapabilityMinor, dev);
+        if (s.major < 8) {
+            s.reason = "device " + std::to_string(device) + " (" + s.name + ") has compute capability " +
+                       std::to_string(s.major) + "." + std::to_string(s.minor) +
+                       "; the kernels are PTX for sm_80 and need 8.0 or newer";
+            return s;
+        }
+        s.available = true;
+    } catch (...) {
+        s.reason = "unexpected exception while probing the CUDA driver";
+    }
+    return s;
+#endif
+}
+
+}  // namespace
+
+DeviceStatus cuda_device_available(int device) noexcept {
+    return probe(device);
+}
+
+bool built_with_cuda() noexcept {
+    return GELUKIT_HAVE_CUDA != 0;
+}
+
+const char *schedule_name(Schedule s) {
+    return s == Schedule::Hand ? "hand" : "anderson2021";
+}
+
+const char *halide_target() {
+#if GELUKIT_HAVE_CUDA
+    return GELUKIT_CUDA_HALIDE_TARGET;
+#else
+    return "";
+#endif
+}
+
+namespace {
+
+// --- Registry ---------------------------------------------------------------------------------
+using ForwardFn = int (*)(void *, halide_buffer_t *, float, halide_buffer_t *);
+using BackwardFn = int (*)(void *, halide_buffer_t *, halide_buffer_t *, float, halide_buffer_t *);
+
+struct Entry {
+    KernelInfo info;
+    void (*fn)();
+};
+
+#if GELUKIT_HAVE_CUDA
+constexpr Direction kDir_fwd = Direction::Forward, kDir_bwd = Direction::Backward;
+constexpr DType kDType_f32 = DType::F32, kDType_bf16 = DType::BF16, kDType_f16 = DType::F16;
+constexpr Form kForm_erf = Form::Erf, kForm_tanh = Form::Tanh, kForm_sigmoid = Form::Sigmoid;
+constexpr Schedule kSched_hand = Schedule::Hand, kSched_anderson2021 = Schedule::Anderson2021;
+#endif
+
+const std::vector<Entry> &registry() {
+    static const std::vector<Entry> entries = {
+#if GELUKIT_HAVE_CUDA
+#define GELUKIT_CUDA_GELU_KERNEL(name, dir, dtype, form, sched)                                          \
+    Entry{KernelInfo{#name, kDir_##dir, kDType_##dtype, kForm_##form, kSched_##sched},                    \
+          reinterpret_cast<void (*)()>(&name)},
+#include "gelukit/generated/cuda_kernels.inc"
+#undef GELUKIT_CUDA_GELU_KERNEL
+#endif
+    };
+    return entries;
+}
+
+const Entry &find_kernel(Direction dir, DType dtype, const GeluOptions &o) {
+    for (const Entry &e : registry()) {
+        if (e.info.direction == dir && e.info.dtype == dtype && e.info.form == o.form &&
+            e.info.schedule == o.schedule) {
+            return e;
+        }
+    }
+    throw Error(ErrorCode::Unsupported,
+                std::string("no CUDA GELU kernel is built for ") + (dir == Direction::Forward ? "forward" : "backward") +
+                    " dtype=" + dtype_name(dtype) + " form=" + form_name(o.form) +
+                    " schedule=" + schedule_name(o.schedule) +
+                    (built_with_cuda() ? "" : " (gelukit was built with GELUKIT_CUDA=OFF)"));
+}
+
+// --- Argument checks (before any device call) -------------------------------------------------
+struct Operand {
+    const char *name;
+    TensorView view;
+    bool is_output;
+};
+
+// Largest byte span of one view: the CUDA libraries are built without large_buffers (32-bit
+// indexing in the kernels, the faster choice on GPUs), so Halide refuses spans >= 2^31 bytes.
+constexpr int64_t kMaxSpanBytes = (int64_t(1) << 31) - 1;
+
+int64_t span_elements(const TensorView &v) {
+    int64_t last = 0;
+    for (int d = 0; d < v.rank; d++) {
+        last += (v.shape[d] - 1) * v.strides[d];
+    }
+    return last + 1;
+}
+
+void validate_view(const std::string &fn, const Operand &op) {
+    const TensorView &v = op.view;
+    const std::string where = fn + ": " + op.name;
+    if (v.dtype != DType::F32 && v.dtype != DType::BF16 && v.dtype != DType::F16) {
+        throw Error(ErrorCode::Unsupported, where + ": unsupported dtype value " + std::to_string(int(v.dtype)));
+    }
+    if (v.rank < 1 || v.rank > TensorView::kMaxRank) {
+        throw Error(ErrorCode::InvalidArgument, where + ": rank " + std::to_string(v.rank) + " not in [1, 4]");
+    }
+    for (int d = 0; d < v.rank; d++) {
+        if (v.shape[d] < 0) {
+            throw Error(ErrorCode::InvalidArgument, where + ": negative extent in " + v.describe());
+        }
+        if (v.shape[d] > 1 && v.strides[d] < 1) {
+            throw Error(ErrorCode::InvalidArgument, where + ": stride " + std::to_string(v.strides[d]) +
+                                                        " of dimension " + std::to_string(d) + " must be >= 1 (" +
+                                                        v.describe() + ")");
+        }
+        if (v.shape[d] > std::numeric_limits<int32_t>::max() ||
+            (v.shape[d] > 1 && v.strides[d] > std::numeric_limits<int32_t>::max())) {
+            throw Error(ErrorCode::TooLarge, where + ": extent or stride beyond 2^31-1 (" + v.describe() + ")");
+        }
+    }
+    if (v.numel() == 0) {
+        return;
+    }
+    if (v.data == nullptr) {
+        throw Error(ErrorCode::InvalidArgument, where + ": null data pointer for " + v.describe());
+    }
+    // (extents and strides < 2^31 each: the products below cannot overflow int64)
+    if (span_elements(v) * int64_t(dtype_size(v.dtype)) > kMaxSpanBytes) {
+        throw Error(ErrorCode::TooLarge, where + ": spans 2^31 bytes or more (" + v.describe() +
+                                             "); the CUDA kernels use 32-bit indexing: call them per slice");
+    }
+    if (op.is_output && v.numel() > 1) {
+        std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, extent) of dims with extent > 1
+        for (int d = 0; d < v.rank; d++) {
+            if (v.shape[d] > 1) {
+                dims.push_back({v.strides[d], v.shape[d]});
+            }
+        }
+        std::sort(dims.begin(), dims.end());
+        int64_t span = 1;
+        for (auto [stride, extent] : dims) {
+            if (stride < span) {
+                throw Error(ErrorCode::InvalidArgument, where + ": output view overlaps itself (" + v.describe() + ")");
+            }
+            span = stride * (extent - 1) + span;
+        }
+    }
+}
+
+bool same_view(const TensorView &a, const TensorView &b) {
+    if (a.data != b.data || a.rank != b.rank || a.dtype != b.dtype) {
+        return false;
+    }
+    for (int d = 0; d < a.rank; d++) {
+        if (a.shape[d] != b.shape[d] || (a.shape[d] > 1 && a.strides[d] != b.strides[d])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void validate_call(const std::string &fn, const std::vector<Operand> &ops, const GeluOptions &o) {
+    for (const Operand &op : ops) {
+        validate_view(fn, op);
+    }
+    const TensorView &ref = ops[0].view;
+    for (const Operand &op : ops) {
+        if (op.view.dtype != ref.dtype) {
+            throw Error(ErrorCode::Unsupported, fn + ": dtypes differ (" + ops[0].name + " is " + dtype_name(ref.dtype) +
+                                                    ", " + op.name + " is " + dtype_name(op.view.dtype) + ")");
+        }
+        bool same_shape = op.view.rank == ref.rank;
+        for (int d = 0; same_shape && d < ref.rank; d++) {
+            same_shape = op.view.shape[d] == ref.shape[d];
+        }
+        if (!same_shape) {
+            throw Error(ErrorCode::InvalidArgument, fn + ": shape mismatch: " + ops[0].name + " is " + ref.describe() +
+                                                        ", " + op.name + " is " + op.view.describe());
+        }
+    }
+    if (ref.numel() > 0) {
+        const std::size_t es = dtype_size(ref.dtype);
+        for (const Operand &out : ops) {
+            if (!out.is_output) {
+                continue;
+            }
+            uintptr_t olo = reinterpret_cast<uintptr_t>(out.view.data);
+            uintptr_t ohi = olo + uintptr_t(span_elements(out.view)) * es;
+            for (const Operand &in : ops) {
+                if (&in == &out || same_view(in.view, out.view)) {
+                    continue;
+                }
+                uintptr_t ilo = reinterpret_cast<uintptr_t>(in.view.data);
+                uintptr_t ihi = ilo + uintptr_t(span_elements(in.view)) * es;
+                if (ilo < ohi && olo < ihi) {
+                    throw Error(ErrorCode::InvalidArgument, fn + ": " + out.name + " overlaps " + in.name +
+                                                                " without being the same view (in place: pass identical views)");
+                }
+            }
+        }
+    }
+    if (!(std::isfinite(o.scale) && o.scale >= std::numeric_limits<float>::min())) {
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), "%.9g", double(o.scale));
+        throw Error(ErrorCode::InvalidArgument,
+                    fn + ": scale s = " + buf + " must be finite and > 0 (at least 1.17549435e-38)");
+    }
+    if (o.form != Form::Erf && o.scale != 1.0f) {
+        throw Error(ErrorCode::InvalidArgument, fn + ": scale is defined for Form::Erf only (got form " +
+                                                    form_name(o.form) + ")");
+    }
+    if (o.schedule != Schedule::Hand && o.schedule != Schedule::Anderson2021) {
+        throw Error(ErrorCode::InvalidArgument, fn + ": unknown schedule value " + std::to_string(int(o.schedule)));
+    }
+}
+
+#if GELUKIT_HAVE_CUDA
+
+// --- Halide CUDA hooks ------------------------------------------------------------------------
+// The user_context of every CUDA kernel call and copy: where it runs.
+struct CallContext {
+    void *context;  // CUcontext, never null once resolved
+    void *stream;   // CUstream or null (legacy default stream)
+};
+
+std::mutex g_primary_mutex;
+std::map<int, CUcontext> g_primary;  // device ordinal -> retained primary context (kept for the process)
+
+// The primary context of `device`, retained once. Throws NoDevice.
+CUcontext primary_context(int device) {
+    DeviceStatus s = probe(device);
+    if (!s.available) {
+        throw Error(ErrorCode::NoDevice, "no usable CUDA device: " + s.reason);
+    }
+    std::lock_guard<std::mutex> lock(g_primary_mutex);
+    auto it = g_primary.find(device);
+    if (it != g_primary.end()) {
+        return it->second;
+    }
+    const Driver &d = driver();
+    CUdevice dev = 0;
+    CUcontext ctx = nullptr;
+    CUresult r = d.cuDeviceGet(&dev, device);
+    if (r == 0) {
+        r = d.cuDevicePrimaryCtxRetain(&ctx, dev);
+    }
+    if (r != 0 || !ctx) {
+        throw Error(ErrorCode::NoDevice, "cuDevicePrimaryCtxRetain(device " + std::to_string(device) +
+                                             ") failed: " + d.describe(r));
+    }
+    g_primary[device] = ctx;
+    return ctx;
+}
+
+halide_cuda_acquire_context_t g_default_acquire = nullptr;
+// The device whose primary context serves Halide calls without a user_context (set by
+// initialize(); 0 by default).
+std::atomic<int> g_default_device{0};
+
+// Halide asks for a context before every CUDA call. Ours: the call's context (gelukit calls),
+// else the primary context of the default device (Halide calls without user_context),
+// so everything gelukit launches shares the CUDA runtime API's context.
+extern "C" int gelukit_cuda_acquire_context(void *user_context, void **ctx, bool create) {
+    if (user_context) {
+        *ctx = static_cast<CallContext *>(user_context)->context;
+        return 0;
+    }
+    const int device = g_default_device.load();
+    {
+        std::lock_guard<std::mutex> lock(g_primary_mutex);
+        auto it = g_primary.find(device);
+        if (it != g_primary.end()) {
+            *ctx = it->second;
+            return 0;
+        }
+    }
+    if (!create) {
+        *ctx = nullptr;
+        return 0;
+    }
+    try {
+        *ctx = primary_context(device);
+        return 0;
+    } catch (const Error &e) {
+        halide_error(user_context, e.what());
+        return halide_error_code_gpu_device_error;
+    }
+}
+
+extern "C" int gelukit_cuda_release_context(void * /*user_context*/) {
+    return 0;
+}
+
+extern "C" int gelukit_cuda_get_stream(void *user_context, void * /*ctx*/, void **stream) {
+    *stream = user_context ? static_cast<CallContext *>(user_context)->stream : nullptr;
+    return 0;
+}
+
+std::once_flag g_hooks_once;
+
+void install_hooks() {
+    detail::ensure_initialized();  // gelukit's Halide error handler (no abort)
+    std::call_once(g_hooks_once, [] {
+        g_default_acquire = halide_set_cuda_acquire_context(&gelukit_cuda_acquire_context);
+        halide_set_cuda_release_context(&gelukit_cuda_release_context);
+        halide_set_cuda_get_stream(&gelukit_cuda_get_stream);
+    });
+}
+
+CallContext resolve(const Launch &launch) {
+    install_hooks();
+    CallContext cc{launch.context, launch.stream};
+    if (!cc.context) {
+        cc.context = primary_context(launch.device);  // throws NoDevice with the probe's reason
+    }
+    return cc;
+}
+
+// --- Buffers ----------------------------------------------------------------------------------
+// A view as a 4-D Halide buffer (Halide order: innermost first; unit dimensions padded with the
+// view's span as stride).
+detail::HalideBuffer make_buffer(const TensorView &v, void *host) {
+    detail::HalideBuffer hb;
+    hb.buf.host = static_cast<uint8_t *>(host);
+    hb.buf.type = detail::halide_type_of(v.dtype);
+    hb.buf.dimensions = 4;
+    const int64_t span = span_elements(v);
+    for (int d = 0; d < 4; d++) {
+        if (d < v.rank) {
+            const int src = v.rank - 1 - d;
+            const int64_t stride = v.shape[src] > 1 ? v.strides[src] : 1;
+            hb.dims[d] = halide_dimension_t(0, int32_t(v.shape[src]), int32_t(stride));
+        } else {
+            hb.dims[d] = halide_dimension_t(0, 1, int32_t(std::min<int64_t>(span, INT32_MAX)));
+        }
+    }
+    return hb;
+}
+
+// Device buffers of one call: wrapped user pointers (detached at the end, never freed) or
+// Halide-allocated copies (freed at the end).
+class DeviceBuffers {
+public:
+    explicit DeviceBuffers(CallContext *cc) : cc_(cc) {
+    }
+    DeviceBuffers(const DeviceBuffers &) = delete;
+    DeviceBuffers &operator=(const DeviceBuffers &) = delete;
+    // Releases the device side of every buffer. Statuses are not checked here (a destructor
+    // cannot throw); a failure is still reported to gelukit's Halide error handler.
+    ~DeviceBuffers() {
+        for (auto &[hb, wrapped] : bufs_) {
+            if (hb->buf.device) {
+                if (wrapped) {
+                    halide_cuda_detach_device_ptr(cc_, &hb->buf);
+                } else {
+                    halide_device_free(cc_, &hb->buf);
+                }
+            }
+        }
+    }
+    void wrap(detail::HalideBuffer &hb, const TensorView &v, const std::string &what) {
+        bufs_.push_back({&hb, true});
+        detail::check_halide_status(
+            halide_cuda_wrap_device_ptr(cc_, &hb.buf, uint64_t(reinterpret_cast<uintptr_t>(v.data))), what);
+    }
+    void upload(detail::HalideBuffer &hb, const std::string &what) {
+        bufs_.push_back({&hb, false});
+        hb.buf.set_host_dirty(true);
+        detail::check_halide_status(halide_copy_to_device(cc_, &hb.buf, halide_cuda_device_interface()), what);
+    }
+    void allocate(detail::HalideBuffer &hb, const std::string &what) {
+        bufs_.push_back({&hb, false});
+        detail::check_halide_status(halide_device_malloc(cc_, &hb.buf, halide_cuda_device_interface()), what);
+    }
+
+private:
+    CallContext *cc_;
+    std::vector<std::pair<detail::HalideBuffer *, bool>> bufs_;
+};
+
+void run(const Entry &k, CallContext &cc, std::vector<detail::HalideBuffer> &hb, const std::vector<int> &arg,
+         float scale) {
+    int status;
+    if (k.info.direction == Direction::Forward) {
+        status = reinterpret_cast<ForwardFn>(k.fn)(&cc, &hb[arg[0]].buf, scale, &hb[arg[1]].buf);
+    } else {
+        status = reinterpret_cast<BackwardFn>(k.fn)(&cc, &hb[arg[0]].buf, &hb[arg[1]].buf, scale, &hb[arg[2]].buf);
+    }
+    detail::check_halide_status(status, k.info.name);
+}
+
+// ops: inputs first, the output last. Identical views share one Halide buffer (in place).
+void call(const std::string &fn, Direction dir, const std::vector<Operand> &ops, const GeluOptions &o,
+          const Launch &launch, bool device_memory) {
+    validate_call(fn, ops, o);
+    const Entry &k = find_kernel(dir, ops[0].view.dtype, o);
+    if (ops[0].view.numel() == 0) {
+        return;
+    }
+    CallContext cc = resolve(launch);
+    std::vector<detail::HalideBuffer> hb;
+    hb.reserve(ops.size());
+    std::vector<int> arg(ops.size());
+    for (std::size_t i = 0; i < ops.size(); i++) {
+        arg[i] = int(hb.size());
+        for (std::size_t j = 0; j < i; j++) {
+            if (same_view(ops[j].view, ops[i].view)) {
+                arg[i] = arg[j];
+            }
+        }
+        if (arg[i] == int(hb.size())) {
+            hb.push_back(make_buffer(ops[i].view, device_memory ? nullptr : ops[i].view.data));
+        }
+    }
+    DeviceBuffers dev(&cc);
+    const std::size_t out = ops.size() - 1;
+    for (std::size_t i = 0; i < hb.size(); i++) {
+        // An output that is also an input (in place) is uploaded like an input.
+        const bool read = std::find(arg.begin(), arg.begin() + out, int(i)) != arg.begin() + out;
+        const TensorView &v = ops[std::find(arg.begin(), arg.end(), int(i)) - arg.begin()].view;
+        if (device_memory) {
+            dev.wrap(hb[i], v, fn + ": wrapping the device pointer of " + v.describe());
+        } else if (read) {
+            dev.upload(hb[i], fn + ": copy to the device of " + v.describe());
+        } else {
+            dev.allocate(hb[i], fn + ": device allocation for " + v.describe());
+        }
+    }
+    run(k, cc, hb, arg, o.scale);
+    detail::HalideBuffer &y = hb[arg[out]];
+    if (!device_memory) {
+        // The output is device-dirty; the copy back synchronizes with the kernel.
+        detail::check_halide_status(halide_copy_to_host(&cc, &y.buf), fn + ": copy to the host");
+    } else if (launch.synchronize) {
+        detail::check_halide_status(halide_device_sync(&cc, &y.buf), fn + ": synchronize");
+    }
+}
+
+}  // namespace
+
+void initialize(int device) {
+    Launch l;
+    l.device = device;
+    resolve(l);
+    g_default_device.store(device);
+}
+
+namespace {
+
+#else  // !GELUKIT_HAVE_CUDA
+
+void call(const std::string &fn, Direction dir, const std::vector<Operand> &ops, const GeluOptions &o,
+          const Launch &, bool) {
+    validate_call(fn, ops, o);
+    find_kernel(dir, ops[0].view.dtype, o);  // throws Unsupported
+}
+
+}  // namespace
+
+void initialize(int device) {
+    DeviceStatus s = probe(device);
+    throw Error(ErrorCode::NoDevice, "no usable CUDA device: " + s.reason);
+}
+
+namespace {
+#endif
+
+}  // namespace
+
+void gelu_forward_device(const TensorView &x, const TensorView &y, const GeluOptions &o, const Launch &l) {
+    call("cuda::gelu_forward_device", Direction::Forward, {{"x", x, false}, {"y", y, true}}, o, l, true);
+}
+
+void gelu_backward_device(const TensorView &x, const TensorView &dy, const TensorView &dx, const GeluOptions &o,
+                          const Launch &l) {
+    call("cuda::gelu_backward_device", Direction::Backward, {{"x", x, false}, {"dy", dy, false}, {"dx", dx, true}}, o,
+         l, true);
+}
+
+void gelu_forward_host(const TensorView &x, const TensorView &y, const GeluOptions &o, const Launch &l) {
+    call("cuda::gelu_forward_host", Direction::Forward, {{"x", x, false}, {"y", y, true}}, o, l, false);
+}
+
+void gelu_backward_host(const TensorView &x, const TensorView &dy, const TensorView &dx, const GeluOptions &o,
+                        const Launch &l) {
+    call("cuda::gelu_backward_host", Direction::Backward, {{"x", x, false}, {"dy", dy, false}, {"dx", dx, true}}, o, l,
+         false);
+}
+
+const std::vector<KernelInfo> &kernels() {
+    static const std::vector<KernelInfo> infos = [] {
+        std::vector<KernelInfo> v;
+        for (const Entry &e : registry()) {
+            v.push_back(e.info);
+        }
+        return v;
+    }();
+    return infos;
+}
+
+}  // namespace gelukit::cuda
