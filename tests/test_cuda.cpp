@@ -204,6 +204,35 @@ TEST(CudaArguments, RejectedBeforeAnyDeviceCall) {
     }
 }
 
+// The autoscheduled kernels' limits are found before any device call: a non-unit innermost
+// stride, and (by a Halide bounds query, which needs no device) an extent below their 64-wide
+// ShiftInwards tiles.
+TEST(CudaArguments, Anderson2021LimitsRefusedBeforeAnyDeviceCall) {
+    bool built = false;
+    for (const gc::KernelInfo &k : gc::kernels()) {
+        built |= k.schedule == gc::Schedule::Anderson2021;
+    }
+    if (!built) {
+        GTEST_SKIP() << "no anderson2021 CUDA kernels in this build";
+    }
+    std::vector<float> a(512, 1.0f), b(512, 0.0f);
+    gc::GeluOptions o;
+    o.schedule = gc::Schedule::Anderson2021;
+    EXPECT_EQ(code_of([&] {
+                  gc::gelu_forward_host(TensorView::strided(a.data(), DType::F32, {100}, {2}),
+                                        TensorView::strided(b.data(), DType::F32, {100}, {2}), o);
+              }),
+              ErrorCode::Unsupported);
+    EXPECT_EQ(code_of([&] {
+                  gc::gelu_forward_host(TensorView::contiguous(a.data(), DType::F32, {10}),
+                                        TensorView::contiguous(b.data(), DType::F32, {10}), o);
+              }),
+              ErrorCode::Unsupported);
+    for (float f : b) {
+        ASSERT_EQ(f, 0.0f);
+    }
+}
+
 // --- With a device ----------------------------------------------------------------------------
 
 class EveryCudaKernel : public testing::TestWithParam<gc::KernelInfo> {

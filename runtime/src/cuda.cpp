@@ -523,12 +523,82 @@ void run(const Entry &k, CallContext &cc, std::vector<detail::HalideBuffer> &hb,
 }
 
 // ops: inputs first, the output last. Identical views share one Halide buffer (in place).
-void call(const std::string &fn, Direction dir, const std::vector<Operand> &ops, const GeluOptions &o,
+// A dense row-major view of the same elements as a 1-D view (for the autoscheduled kernels,
+// whose 2-D/3-D grids are limited to 65535 blocks in y and z).
+bool is_dense(const TensorView &v) {
+    int64_t expect = 1;
+    for (int d = v.rank - 1; d >= 0; d--) {
+        if (v.shape[d] > 1 && v.strides[d] != expect) {
+            return false;
+        }
+        expect *= v.shape[d];
+    }
+    return true;
+}
+
+// Anderson2021 kernels keep Halide's default constraints and tile shapes: unit innermost
+// stride; 64-wide tiles with TailStrategy::ShiftInwards, which read before index 0 when an
+// extent is below the tile (G39 on the CPU); grid y and z below 65535. Checked here, before any
+// device call, with a Halide bounds query (null host and device pointers: the kernel only
+// reports the region it would read).
+void check_autoscheduled(const std::string &fn, const Entry &k, std::vector<Operand> &ops) {
+    bool dense = true;
+    for (Operand &op : ops) {
+        const TensorView &v = op.view;
+        if (v.shape[v.rank - 1] > 1 && v.strides[v.rank - 1] != 1) {
+            throw Error(ErrorCode::Unsupported, fn + ": the " + k.info.name + " kernel (anderson2021) needs a unit "
+                                                     "innermost stride; " + op.name + " is " + v.describe() +
+                                                     " (use Schedule::Hand)");
+        }
+        dense = dense && is_dense(v);
+    }
+    if (dense) {
+        for (Operand &op : ops) {
+            const int64_t n = op.view.numel();
+            op.view = TensorView::contiguous(op.view.data, op.view.dtype, {n});
+        }
+    }
+    std::vector<detail::HalideBuffer> q;
+    for (const Operand &op : ops) {
+        q.push_back(make_buffer(op.view, nullptr));
+    }
+    const std::vector<detail::HalideBuffer> given = q;
+    CallContext none{nullptr, nullptr};
+    std::vector<int> arg(ops.size());
+    for (std::size_t i = 0; i < arg.size(); i++) {
+        arg[i] = int(i);
+    }
+    run(k, none, q, arg, 1.0f);  // bounds query: no device call
+    for (std::size_t i = 0; i + 1 < ops.size(); i++) {
+        for (int d = 0; d < 4; d++) {
+            const halide_dimension_t &want = q[i].dims[d], &have = given[i].dims[d];
+            if (want.min < have.min || want.min + want.extent > have.min + have.extent) {
+                throw Error(ErrorCode::Unsupported,
+                            fn + ": the " + k.info.name + " kernel (anderson2021) would read " + ops[i].name +
+                                " outside " + ops[i].view.describe() + " (its 64-wide tiles need an innermost extent "
+                                "of at least 64); use Schedule::Hand");
+            }
+        }
+    }
+    const TensorView &v = ops[0].view;
+    const int64_t y_blocks = v.rank >= 2 ? v.shape[v.rank - 2] : 1;
+    const int64_t z_blocks = v.rank >= 3 ? v.numel() / std::max<int64_t>(1, v.shape[v.rank - 1] * y_blocks) : 1;
+    if (y_blocks > 65535 || z_blocks > 65535) {
+        throw Error(ErrorCode::Unsupported, fn + ": the " + k.info.name + " kernel (anderson2021) launches a grid "
+                                                 "of more than 65535 blocks in y or z for " + v.describe() +
+                                                 "; use Schedule::Hand");
+    }
+}
+
+void call(const std::string &fn, Direction dir, std::vector<Operand> ops, const GeluOptions &o,
           const Launch &launch, bool device_memory) {
     validate_call(fn, ops, o);
     const Entry &k = find_kernel(dir, ops[0].view.dtype, o);
     if (ops[0].view.numel() == 0) {
         return;
+    }
+    if (k.info.schedule == Schedule::Anderson2021) {
+        check_autoscheduled(fn, k, ops);
     }
     CallContext cc = resolve(launch);
     std::vector<detail::HalideBuffer> hb;
@@ -582,7 +652,7 @@ namespace {
 
 #else  // !GELUKIT_HAVE_CUDA
 
-void call(const std::string &fn, Direction dir, const std::vector<Operand> &ops, const GeluOptions &o,
+void call(const std::string &fn, Direction dir, std::vector<Operand> ops, const GeluOptions &o,
           const Launch &, bool) {
     validate_call(fn, ops, o);
     find_kernel(dir, ops[0].view.dtype, o);  // throws Unsupported
