@@ -52,7 +52,13 @@ if (GELUKIT_CUDA AND NOT GELUKIT_CUDA_TARGET MATCHES "(^|-)cuda(-|$)")
 endif ()
 set(GELUKIT_CUDA_KERNEL_TARGET "${GELUKIT_CUDA_TARGET}-user_context")
 
-set(GELUKIT_CUDA_GELU_SCHEDULES hand CACHE STRING "Schedules of the CUDA GELU libraries (hand;anderson2021)")
+# Both schedules: hand (gelu_generator.cpp schedule_gpu) and Halide's Anderson2021 GPU
+# autoscheduler with its bundled default cost-model weights. Build cost measured on this 2-core
+# machine (one generator run per library): 15-21 s for each erf forward library (Halide's
+# lowering of that float32 expression; the same cost as on the CPU targets), 28 s with
+# Anderson2021, 0.4-0.5 s for every other row: ~2.5 CPU-minutes for all 36 libraries.
+# Anderson2021 parallelism = 108, the SM count of an A100 (H100 SXM: 132).
+set(GELUKIT_CUDA_GELU_SCHEDULES hand anderson2021 CACHE STRING "Schedules of the CUDA GELU libraries (hand;anderson2021)")
 
 # gelukit_add_cuda_gelu_kernels(GENERATOR <gen> RUNTIME <rt> INTERFACE_TARGET <name>
 #                               INC_FILE <path> MANIFEST <path>)
@@ -83,7 +89,7 @@ function(gelukit_add_cuda_gelu_kernels)
                     set(name cuda_gelu_${dir}_${dtype}_${form}_${schedule})
                     if (schedule STREQUAL "anderson2021")
                         set(sched_args AUTOSCHEDULER Halide::Anderson2021)
-                        set(sched_param "")
+                        set(sched_param autoscheduler.parallelism=108)
                     else ()
                         set(sched_args "")
                         set(sched_param sched=${schedule})
