@@ -24,6 +24,7 @@
 #include "HalideRuntimeCuda.h"
 #include "gelukit/generated/cuda_kernel_headers.h"
 #endif
+#include "gelukit/ffn.h"
 
 namespace gelukit::test {
 namespace {
@@ -493,6 +494,240 @@ TEST(CudaLaunch, RowsBeyondGridYLimit) {
         }
     }
 }
+
+// --- Feed-forward blocks ------------------------------------------------------------------------
+
+// Checks that run everywhere: refused before any device work.
+TEST(CudaFfnArguments, RejectedBeforeAnyDeviceCall) {
+    std::vector<float> w1(8 * 4, 0.5f), w2(4 * 8, 0.25f);
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(w1.data(), DType::F32, {8, 4});
+    w.w2 = TensorView::contiguous(w2.data(), DType::F32, {4, 8});
+    FeedForwardOptions o;
+    o.kind = FfnKind::Ffn;
+    FeedForwardOptions bf = o;
+    bf.dtype = DType::BF16;
+    EXPECT_EQ(code_of([&] { gc::FeedForward f(w, bf); }), ErrorCode::Unsupported);
+    if (!gc::built_with_cuda()) {
+        EXPECT_EQ(code_of([&] { gc::FeedForward f(w, o); }), ErrorCode::Unsupported);
+        return;
+    }
+    FeedForwardWeights no_w2 = w;
+    no_w2.w2 = TensorView();
+    EXPECT_EQ(code_of([&] { gc::FeedForward f(no_w2, o); }), ErrorCode::InvalidArgument);
+    FeedForwardWeights bad_b1 = w;
+    bad_b1.b1 = TensorView::contiguous(w1.data(), DType::F32, {7});
+    EXPECT_EQ(code_of([&] { gc::FeedForward f(bad_b1, o); }), ErrorCode::InvalidArgument);
+    FeedForwardOptions lin_res = o;
+    lin_res.kind = FfnKind::LinearGelu;
+    lin_res.residual = true;
+    EXPECT_EQ(code_of([&] { gc::FeedForward f(w, lin_res); }), ErrorCode::InvalidArgument);
+    if (!device().available) {
+        EXPECT_EQ(code_of([&] { gc::FeedForward f(w, o); }), ErrorCode::NoDevice);
+    }
+}
+
+// Double reference of a block with a per-element error bound: float32 accumulation
+// (gamma_K * sum|terms|, Higham eq. 3.5), the float32 epilogue's error (the GELU fast-math
+// contract, 224 float32 ULP at most, plus the propagated pre-activation error), the output
+// rounding; the check is |y - ref| <= 2 * bound.
+struct FfnProblem {
+    FfnKind kind;
+    Form form;
+    int64_t M, d_model, d_ff, d_out;
+    bool bias, residual;
+    std::vector<float> h, w1, b1, v, w2, b2;
+};
+
+double act_ref(FfnKind kind, Form form, double z, double *slope) {
+    if (kind == FfnKind::SwiGLU) {
+        const double sg = 1.0 / (1.0 + std::exp(-z));
+        *slope = sg * (1.0 + z * (1.0 - sg));
+        return z * sg;
+    }
+    *slope = gelu_grad_ref(form, z).hi;
+    return gelu_ref(form, z).hi;
+}
+
+void check_ffn(const FfnProblem &p, const std::vector<float> &y, const std::string &what) {
+    const double u = 1.0 / 16777216.0;
+    auto gamma = [&](int64_t k) { return double(k) * u / (1.0 - double(k) * u); };
+    const bool gated = p.kind == FfnKind::GeGLU || p.kind == FfnKind::SwiGLU;
+    int failures = 0;
+    for (int64_t m = 0; m < p.M && failures < 5; m++) {
+        std::vector<double> a(std::size_t(p.d_ff)), ea(std::size_t(p.d_ff));
+        for (int64_t n = 0; n < p.d_ff; n++) {
+            double z = p.bias ? p.b1[std::size_t(n)] : 0.0, za = std::fabs(z), zv = 0.0, zva = 0.0;
+            for (int64_t k = 0; k < p.d_model; k++) {
+                const double t = double(p.h[std::size_t(m * p.d_model + k)]) * p.w1[std::size_t(n * p.d_model + k)];
+                z += t, za += std::fabs(t);
+                if (gated) {
+                    const double tv = double(p.h[std::size_t(m * p.d_model + k)]) * p.v[std::size_t(n * p.d_model + k)];
+                    zv += tv, zva += std::fabs(tv);
+                }
+            }
+            double slope = 0.0;
+            const double g = act_ref(p.kind, p.form, z, &slope);
+            const double e1 = gamma(p.d_model + 1) * za;
+            double act = g, err = std::fabs(slope) * e1 + 224.0 * u * std::fabs(g);
+            if (gated) {
+                act = g * zv;
+                err = err * std::fabs(zv) + std::fabs(g) * gamma(p.d_model + 1) * zva;
+            }
+            a[std::size_t(n)] = act;
+            ea[std::size_t(n)] = err + u * std::fabs(act);
+        }
+        for (int64_t j = 0; j < p.d_out; j++) {
+            double ref, bound;
+            if (p.kind == FfnKind::LinearGelu) {
+                ref = a[std::size_t(j)];
+                bound = ea[std::size_t(j)];
+            } else {
+                double s = p.bias ? p.b2[std::size_t(j)] : 0.0, sa = std::fabs(s), prop = 0.0;
+                for (int64_t n = 0; n < p.d_ff; n++) {
+                    const double w = p.w2[std::size_t(j * p.d_ff + n)];
+                    s += a[std::size_t(n)] * w, sa += std::fabs(a[std::size_t(n)] * w);
+                    prop += std::fabs(w) * ea[std::size_t(n)];
+                }
+                if (p.residual) {
+                    s += p.h[std::size_t(m * p.d_model + j)];
+                    sa += std::fabs(p.h[std::size_t(m * p.d_model + j)]);
+                }
+                ref = s;
+                bound = gamma(p.d_ff + 2) * sa + prop;
+            }
+            bound += u * std::fabs(ref) + 1e-30;
+            const double got = y[std::size_t(m * p.d_out + j)];
+            if (!(std::fabs(got - ref) <= 2.0 * bound)) {
+                failures++;
+                ADD_FAILURE() << what << ": out[" << m << "][" << j << "] = " << got << ", reference " << ref
+                              << " (bound " << bound << ")";
+            }
+        }
+    }
+}
+
+class EveryCudaFfnKernel : public testing::TestWithParam<gc::FfnKernelInfo> {
+protected:
+    void SetUp() override {
+        if (!device().available) {
+            GTEST_SKIP() << "no usable CUDA device: " << device().reason;
+        }
+    }
+    FfnProblem problem(int64_t M, int64_t dm, int64_t dff, bool bias, bool residual, unsigned seed) const {
+        const gc::FfnKernelInfo &k = GetParam();
+        FfnProblem p{k.kind, Form::Erf, M, dm, dff, k.kind == FfnKind::LinearGelu ? dff : dm, bias, residual,
+                     {}, {}, {}, {}, {}, {}};
+        if (k.form != "silu") {
+            p.form = form_from_name(k.form);
+        }
+        std::mt19937 rng(seed);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        auto fill = [&](std::vector<float> &x, int64_t n, float scale) {
+            x.resize(std::size_t(n));
+            for (float &e : x) {
+                e = nd(rng) * scale;
+            }
+        };
+        const float ws = 1.0f / std::sqrt(float(dm)), w2s = 1.0f / std::sqrt(float(dff));
+        fill(p.h, M * dm, 1.0f);
+        fill(p.w1, dff * dm, ws);
+        fill(p.b1, dff, 0.1f);
+        if (k.kind == FfnKind::GeGLU || k.kind == FfnKind::SwiGLU) {
+            fill(p.v, dff * dm, ws);
+        }
+        if (k.kind != FfnKind::LinearGelu) {
+            fill(p.w2, dm * dff, w2s);
+            fill(p.b2, dm, 0.1f);
+        }
+        return p;
+    }
+    void run(FfnProblem &p, bool device_pointers) const {
+        const gc::FfnKernelInfo &k = GetParam();
+        FeedForwardWeights w;
+        w.w1 = TensorView::contiguous(p.w1.data(), DType::F32, {p.d_ff, p.d_model});
+        if (p.bias) {
+            w.b1 = TensorView::contiguous(p.b1.data(), DType::F32, {p.d_ff});
+        }
+        if (!p.v.empty()) {
+            w.v = TensorView::contiguous(p.v.data(), DType::F32, {p.d_ff, p.d_model});
+        }
+        if (!p.w2.empty()) {
+            w.w2 = TensorView::contiguous(p.w2.data(), DType::F32, {p.d_model, p.d_ff});
+            if (p.bias) {
+                w.b2 = TensorView::contiguous(p.b2.data(), DType::F32, {p.d_model});
+            }
+        }
+        FeedForwardOptions o;
+        o.kind = k.kind;
+        o.form = p.form;
+        o.residual = p.residual;
+        gc::FeedForward ffn(w, o);
+        std::vector<float> y(std::size_t(p.M * p.d_out), NAN);
+        const std::string what = k.name + " M=" + std::to_string(p.M) + " " + std::to_string(p.d_model) + "/" +
+                                 std::to_string(p.d_ff) + (device_pointers ? " device" : " host");
+        if (!device_pointers) {
+            ffn.forward_host(TensorView::contiguous(p.h.data(), DType::F32, {p.M, p.d_model}),
+                             TensorView::contiguous(y.data(), DType::F32, {p.M, p.d_out}));
+        } else {
+#if GELUKIT_TEST_CUDA
+            // Device copies made through Halide's runtime in the primary context (as cudaMalloc).
+            auto device_copy = [](std::vector<float> &host, halide_dimension_t *dim, halide_buffer_t &b) {
+                b.host = reinterpret_cast<uint8_t *>(host.data());
+                b.type = halide_type_t(halide_type_float, 32);
+                b.dimensions = 1;
+                *dim = halide_dimension_t(0, int32_t(host.size()), 1);
+                b.dim = dim;
+                b.set_host_dirty(true);
+                EXPECT_EQ(halide_copy_to_device(nullptr, &b, halide_cuda_device_interface()), 0);
+                return reinterpret_cast<void *>(halide_cuda_get_device_ptr(nullptr, &b));
+            };
+            halide_dimension_t dh, dy;
+            halide_buffer_t bh{}, by{};
+            void *hp = device_copy(p.h, &dh, bh), *yp = device_copy(y, &dy, by);
+            gc::Launch l;
+            l.synchronize = true;
+            ffn.forward_device(TensorView::contiguous(hp, DType::F32, {p.M, p.d_model}),
+                               TensorView::contiguous(yp, DType::F32, {p.M, p.d_out}), l);
+            by.set_host_dirty(false);
+            by.set_device_dirty(true);
+            EXPECT_EQ(halide_copy_to_host(nullptr, &by), 0);
+            halide_device_free(nullptr, &bh);
+            halide_device_free(nullptr, &by);
+#endif
+        }
+        check_ffn(p, y, what);
+    }
+};
+
+// Tile edges: M around the 32-row and d_ff / d_out around the 48-wide tiles, biases and the
+// residual on and off.
+TEST_P(EveryCudaFfnKernel, OddShapesAgainstDoubleReference) {
+    unsigned seed = 1;
+    for (int64_t M : {1, 7, 33}) {
+        for (auto [dm, dff] : std::vector<std::pair<int64_t, int64_t>>{{5, 7}, {13, 100}, {100, 5}, {64, 97}}) {
+            for (bool bias : {false, true}) {
+                const bool residual = bias && GetParam().kind != FfnKind::LinearGelu;
+                FfnProblem p = problem(M, dm, dff, bias, residual, seed++);
+                run(p, false);
+            }
+        }
+    }
+}
+
+// BERT-base sizes through user device pointers.
+TEST_P(EveryCudaFfnKernel, BertBaseDevicePointers) {
+    gc::initialize();
+    FfnProblem p = problem(64, 768, 3072, true, GetParam().kind != FfnKind::LinearGelu, 7);
+    run(p, true);
+}
+
+std::string ffn_kernel_name(const testing::TestParamInfo<gc::FfnKernelInfo> &info) {
+    return info.param.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuda, EveryCudaFfnKernel, testing::ValuesIn(gc::ffn_kernels()), ffn_kernel_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EveryCudaFfnKernel);
 
 }  // namespace
 }  // namespace gelukit::test

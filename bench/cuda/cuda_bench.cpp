@@ -9,7 +9,9 @@
 //                                 that the forward kernel reads and writes (n elements read +
 //                                 n written): the bandwidth ceiling GELU is compared with;
 //   cuda_ffn_cublas/<form>/M:..   h W1^T (cublasSgemm) -> gelukit CUDA GELU (f32, hand) ->
-//                                 a W2^T (cublasSgemm), no biases, float32: the unfused peer.
+//                                 a W2^T (cublasSgemm), no biases, float32: the unfused peer;
+//   cuda_ffn_gelukit/<kernel>/M:.. gelukit's fused CUDA FFN library (cuda::FeedForward, biases
+//                                 included) on the same shapes.
 // Counters: bytes_per_second (bytes moved / time), GFLOP/s for the FFN.
 // Without a usable device: prints the probe's reason and exits with status 2 (no crash).
 #include <benchmark/benchmark.h>
@@ -25,6 +27,7 @@
 
 #include "gelukit/cuda.h"
 #include "gelukit/error.h"
+#include "gelukit/ffn.h"
 
 namespace {
 
@@ -212,6 +215,67 @@ void BM_cuda_ffn_cublas(benchmark::State &state, gelukit::Form form) {
     state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// gelukit's CUDA FFN library (weights packed and uploaded once, outside the timed loop).
+void BM_cuda_ffn_gelukit(benchmark::State &state, gc::FfnKernelInfo k) {
+    const int M = int(state.range(0)), d_model = int(state.range(1)), d_ff = int(state.range(2));
+    const bool gated = k.kind == gelukit::FfnKind::GeGLU || k.kind == gelukit::FfnKind::SwiGLU;
+    const bool second = k.kind != gelukit::FfnKind::LinearGelu;
+    const int d_out = second ? d_model : d_ff;
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    auto host = [&](std::size_t n, float scale) {
+        std::vector<float> v(n);
+        for (float &e : v) {
+            e = nd(rng) * scale;
+        }
+        return v;
+    };
+    std::vector<float> w1 = host(std::size_t(d_ff) * d_model, 0.03f), b1 = host(std::size_t(d_ff), 0.1f),
+                       v = gated ? host(std::size_t(d_ff) * d_model, 0.03f) : std::vector<float>(),
+                       w2 = host(std::size_t(d_model) * d_ff, 0.02f), b2 = host(std::size_t(d_model), 0.1f);
+    gelukit::FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(w1.data(), DType::F32, {d_ff, d_model});
+    w.b1 = TensorView::contiguous(b1.data(), DType::F32, {d_ff});
+    if (gated) {
+        w.v = TensorView::contiguous(v.data(), DType::F32, {d_ff, d_model});
+    }
+    if (second) {
+        w.w2 = TensorView::contiguous(w2.data(), DType::F32, {d_model, d_ff});
+        w.b2 = TensorView::contiguous(b2.data(), DType::F32, {d_model});
+    }
+    gelukit::FeedForwardOptions o;
+    o.kind = k.kind;
+    if (k.form != "silu") {
+        o.form = gelukit::form_from_name(k.form);
+    }
+    DeviceArray h(std::size_t(M) * d_model, DType::F32, 1), out(std::size_t(M) * d_out, DType::F32, 2);
+    if (!h.ptr || !out.ptr) {
+        state.SkipWithError("cudaMalloc failed");
+        return;
+    }
+    Stream st;
+    try {
+        gc::FeedForward ffn(w, o);
+        auto call = [&] {
+            ffn.forward_device(TensorView::contiguous(h.ptr, DType::F32, {M, d_model}),
+                               TensorView::contiguous(out.ptr, DType::F32, {M, d_out}), launch_on(st));
+        };
+        call();
+        CUDA_OK(cudaStreamSynchronize(st.s));
+        for (auto _ : state) {
+            CUDA_OK(cudaEventRecord(st.start, st.s));
+            call();
+            CUDA_OK(cudaEventRecord(st.stop, st.s));
+            state.SetIterationTime(st.elapsed_s());
+        }
+    } catch (const gelukit::Error &e) {
+        state.SkipWithError(e.what());
+        return;
+    }
+    double flops = 2.0 * M * double(d_model) * d_ff * (gated ? 2 : 1) + (second ? 2.0 * M * double(d_ff) * d_out : 0.0);
+    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 const char *dtype_label(DType dt) {
     return gelukit::dtype_name(dt);
 }
@@ -248,6 +312,17 @@ int main(int argc, char **argv) {
     for (gelukit::Form form : {gelukit::Form::Erf, gelukit::Form::Tanh}) {
         benchmark::RegisterBenchmark((std::string("cuda_ffn_cublas/") + gelukit::form_name(form)).c_str(),
                                      BM_cuda_ffn_cublas, form)
+            ->Args({512, 768, 3072})
+            ->Args({4096, 768, 3072})
+            ->ArgNames({"M", "d_model", "d_ff"})
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+    }
+    for (const gc::FfnKernelInfo &k : gc::ffn_kernels()) {
+        if (k.kind != gelukit::FfnKind::Ffn && k.kind != gelukit::FfnKind::LinearGelu) {
+            continue;  // the comparison with the cuBLAS peer: the plain FFN and linear + GELU
+        }
+        benchmark::RegisterBenchmark(("cuda_ffn_gelukit/" + k.name).c_str(), BM_cuda_ffn_gelukit, k)
             ->Args({512, 768, 3072})
             ->Args({4096, 768, 3072})
             ->ArgNames({"M", "d_model", "d_ff"})

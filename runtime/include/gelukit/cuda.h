@@ -34,9 +34,12 @@
 // Threads: calls from several host threads are allowed; Halide serialises its context use.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "gelukit/ffn.h"
 #include "gelukit/gelu.h"
 #include "gelukit/runtime.h"
 #include "gelukit/tensor.h"
@@ -110,6 +113,47 @@ struct KernelInfo {
     Schedule schedule;
 };
 const std::vector<KernelInfo> &kernels();
+
+// --- Feed-forward blocks on the GPU --------------------------------------------------------------
+// The CUDA FFN libraries (cuda_<kind>_f32_<form>_hand): the blocks of gelukit/ffn.h, float32
+// storage and accumulation, float32 GELU/SiLU epilogue (no float64 in device code), biases
+// added in float32 before the epilogue. Weights: FeedForwardWeights as in ffn.h, in HOST memory
+// (PyTorch nn.Linear layout, float32); they are packed into 48-wide panels
+// (generators/common/ffn_layout.h) and uploaded once, at construction, into device memory owned
+// by the object (freed by its destructor) in Launch::context (or the primary context of
+// Launch::device). options.dtype must be F32; options.schedule is ignored (one GPU schedule).
+// forward_device: h [M, d_model] and out [M, d_out()] are device memory of that same context,
+// rows contiguous (strides [>= cols, 1]); launched asynchronously on Launch::stream unless
+// Launch::synchronize. forward_host: host memory, explicit copies, synchronous.
+// Errors: as for the GELU calls (gelukit::Error; NoDevice without a usable device, at
+// construction).
+struct FfnKernelInfo {
+    std::string name;  // e.g. "cuda_ffn_f32_erf_hand"
+    FfnKind kind;
+    DType dtype;
+    std::string form;  // "erf", "tanh", "sigmoid" or "silu" (SwiGLU)
+};
+const std::vector<FfnKernelInfo> &ffn_kernels();
+
+class FeedForward {
+public:
+    FeedForward(const FeedForwardWeights &weights, const FeedForwardOptions &options, const Launch &launch = {});
+    ~FeedForward();
+    FeedForward(const FeedForward &) = delete;
+    FeedForward &operator=(const FeedForward &) = delete;
+
+    void forward_device(const TensorView &h, const TensorView &out, const Launch &launch = {}) const;
+    void forward_host(const TensorView &h, const TensorView &out, const Launch &launch = {}) const;
+
+    int64_t d_model() const;
+    int64_t d_ff() const;
+    int64_t d_out() const;  // w2's rows, or d_ff for LinearGelu
+
+    struct Impl;  // (opaque)
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
 
 // The Halide target the CUDA libraries were built for (e.g.
 // "x86-64-linux-cuda-cuda_capability_80-user_context"), or "" without GELUKIT_CUDA.
