@@ -141,6 +141,7 @@ TEST(CudaNoDevice, RawHalideKernelReturnsAnErrorStatus) {
     bx.set_host_dirty(true);
     const int status = cuda_gelu_fwd_f32_erf_hand(nullptr, &bx, 1.0f, &by);
     EXPECT_NE(status, 0) << "the CUDA kernel reported success without a driver";
+    RecordProperty("halide_status", status);
     EXPECT_EQ(by.device, 0u);
     for (float v : y) {
         ASSERT_EQ(v, 0.0f);
@@ -229,6 +230,12 @@ TEST(CudaArguments, Anderson2021LimitsRefusedBeforeAnyDeviceCall) {
                                         TensorView::contiguous(b.data(), DType::F32, {10}), o);
               }),
               ErrorCode::Unsupported);
+    try {
+        gc::gelu_forward_host(TensorView::contiguous(a.data(), DType::F32, {10}),
+                              TensorView::contiguous(b.data(), DType::F32, {10}), o);
+    } catch (const Error &e) {
+        RecordProperty("message", e.what());
+    }
     for (float f : b) {
         ASSERT_EQ(f, 0.0f);
     }

@@ -67,8 +67,9 @@ const Driver &driver() {
         }
         if (!lib) {
             const char *why = dlerror();
-            d.error = std::string("the NVIDIA driver library libcuda.so.1 could not be loaded (") +
-                      (why ? why : "no message") + "); no NVIDIA driver is installed on this machine";
+            d.error = std::string("the NVIDIA driver library could not be loaded (dlopen of libcuda.so.1 and "
+                                  "libcuda.so failed: ") +
+                      (why ? why : "no message") + "): no NVIDIA driver is installed on this machine";
             return d;
         }
         auto sym = [&](auto &fn, const char *name) {

@@ -31,7 +31,8 @@
 // CUDA runtime throw gelukit::Error (NoDevice, InvalidArgument, Unsupported, TooLarge, Halide);
 // nothing aborts. Errors of an asynchronous kernel itself (e.g. an invalid device pointer)
 // surface at the next synchronizing call, as in CUDA.
-// Threads: calls from several host threads are allowed; Halide serialises its context use.
+// Threads: calls from several host threads are meant to be allowed (the driver API is
+// thread-safe, Halide's per-context module cache takes a lock); not yet exercised on a GPU.
 #pragma once
 
 #include <cstdint>
