@@ -207,8 +207,9 @@ TEST(CudaArguments, RejectedBeforeAnyDeviceCall) {
 }
 
 // The autoscheduled kernels' limits are found before any device call: a non-unit innermost
-// stride, and (by a Halide bounds query, which needs no device) an extent below their 64-wide
-// ShiftInwards tiles.
+// stride, an innermost extent below their 64-wide ShiftInwards tiles. (The runtime's Halide
+// bounds query, which confirms the region on a GPU machine, needs the driver: a CUDA pipeline
+// initialises its kernels before it answers a bounds query.)
 TEST(CudaArguments, Anderson2021LimitsRefusedBeforeAnyDeviceCall) {
     bool built = false;
     for (const gc::KernelInfo &k : gc::kernels()) {
