@@ -5,7 +5,11 @@
 //   kind   = linear_gelu | ffn | geglu | swiglu
 //   form   = erf | tanh | sigmoid          GELU form of the epilogue (swiglu: SiLU, form unused)
 //   dtype  = float32 | bfloat16            storage type of h, weights and out (f32 accumulation)
-//   sched  = naive | hand                  ignored when an autoscheduler is set (adams2019)
+//   math   = acc | fast                    GELU/SiLU epilogue in float64 (acc, CPU rows) or float32
+//                                          (fast; the only choice on GPU targets: no float64 in
+//                                          device code, handed case G46)
+//   sched  = naive | hand                  ignored when an autoscheduler is set (adams2019) and on
+//                                          GPU targets (schedule_gpu)
 //   m_block                                token rows per parallel task (hand schedule)
 //
 // Arguments (Halide dimension order: innermost first):
@@ -27,7 +31,8 @@
 //
 // Numerics: products accumulate in float32 (bf16 x bf16 products are exact in float32). The
 // epilogue evaluates GELU of the float32 pre-activation in float64 with the pointwise kernels'
-// math (gelu_math.h, Math::Accurate: <= 1 float32 ULP), then rounds once to the storage type.
+// math (gelu_math.h, Math::Accurate: <= 1 float32 ULP), then rounds once to the storage type;
+// with math=fast in float32 (gelu_math.h, Math::Fast: a few float32 ULP).
 // With bf16 the GELU output is rounded to bf16 for the second GEMM (handed case G28: bias added
 // in float32, one rounding).
 #include <algorithm>
@@ -40,6 +45,7 @@ namespace {
 
 using namespace Halide;
 using gelukit::GeluForm;
+using gelukit::MathMode;
 using gelukit::ffn_layout::kPanel;
 
 enum class FfnKind { LinearGelu, Ffn, GeGLU, SwiGLU };
@@ -49,6 +55,7 @@ const std::map<std::string, FfnKind> kKindNames = {
     {"linear_gelu", FfnKind::LinearGelu}, {"ffn", FfnKind::Ffn}, {"geglu", FfnKind::GeGLU}, {"swiglu", FfnKind::SwiGLU}};
 const std::map<std::string, GeluForm> kFormNames = {
     {"erf", GeluForm::Erf}, {"tanh", GeluForm::Tanh}, {"sigmoid", GeluForm::Sigmoid}};
+const std::map<std::string, MathMode> kMathNames = {{"acc", MathMode::Accurate}, {"fast", MathMode::Fast}};
 const std::map<std::string, ScheduleKind> kScheduleNames = {{"naive", ScheduleKind::Naive},
                                                             {"hand", ScheduleKind::Hand}};
 
@@ -69,11 +76,32 @@ Expr silu_f64(const Expr &x_f32) {
     return select(c.is_pos_inf, x, c.is_neg_inf, k(t, -0.0), x >= k(t, 0.0), x * inv, x * ev * inv);
 }
 
+// SiLU in float32 (math=fast), with the float32 exp of the GELU sigmoid forms (gelu_math.h,
+// gelu_sigma): e^{-|x|} from a 2^-17 fixed-point split of |x| (exact Cody-Waite reduction in
+// integers), x / (1 + e^-|x|) for x >= 0, x e^-|x| / (1 + e^-|x|) below, the 2^-n scaling applied
+// last so that subnormal results round once. |x| is clamped to 110: beyond it |x| e^-|x| is below
+// float32's smallest subnormal, so x < -110 gives -0 and x > 110 gives x. +-inf give the limits.
+Expr silu_f32(const Expr &x) {
+    const Type t = Float(32);
+    using gelukit::detail::k;
+    const double lim = 110.0;
+    Expr xc = clamp(x, k(t, -lim), k(t, lim));
+    Expr ax = abs(xc);
+    Expr A = cast<int>(round(ax * k(t, 131072.0)));  // <= 1.45e7 < 2^24: exact in float32
+    gelukit::detail::SplitExp e = gelukit::detail::exp_neg_f32(A, ax - cast<float>(A) * k(t, 1.0 / 131072.0));
+    Expr ev = gelukit::detail::ldexp_neg(e.mant, e.n, t);
+    Expr inv = gelukit::detail::reciprocal(k(t, 1.0) + ev, t);
+    Expr y_neg = gelukit::detail::ldexp_neg(xc * e.mant * inv, e.n, t);
+    const gelukit::StorageClass c = gelukit::classify(x);
+    return select(c.is_pos_inf, x, c.is_neg_inf || x < k(t, -lim), k(t, -0.0), x >= k(t, 0.0), x * inv, y_neg);
+}
+
 class FeedForwardGenerator : public Generator<FeedForwardGenerator> {
 public:
     GeneratorParam<FfnKind> kind{"kind", FfnKind::Ffn, kKindNames};
     GeneratorParam<GeluForm> form{"form", GeluForm::Erf, kFormNames};
     GeneratorParam<Type> dtype{"dtype", Float(32)};
+    GeneratorParam<MathMode> math{"math", MathMode::Accurate, kMathNames};
     GeneratorParam<ScheduleKind> sched{"sched", ScheduleKind::Hand, kScheduleNames};
     // Token rows per parallel task of the hand schedule. 32 rows keep the d_ff intermediate of
     // one task in L2 (32 x 3072 x 4 B = 384 KiB of the 2 MiB Sapphire Rapids L2) and give
@@ -94,6 +122,9 @@ public:
         const Type st = dtype;
         if (st != Float(32) && st != BFloat(16)) {
             throw std::invalid_argument("ffn: dtype must be float32 or bfloat16");
+        }
+        if (get_target().has_gpu_feature() && math == MathMode::Accurate) {
+            throw std::invalid_argument("ffn: math=acc (float64 epilogue) is not built for GPU targets; use math=fast");
         }
         h = add_input<Buffer<>>("h", st, 2);
         w1 = add_input<Buffer<>>("w1", st, 4);
@@ -133,31 +164,34 @@ public:
         // h with its row index clamped: register tiles and m-blocks past the last token read the
         // last row (their results are never stored), so no input padding is needed for M.
         Func Hf = input(h);
-        hc(k, m) = cast<float>(Hf(k, clamp(m, 0, M - 1)));
+        hc(k, m) = to_f32(Hf(k, clamp(m, 0, M - 1)));
 
         // First GEMM in panel coordinates (pi, po) of the packed weights, accumulated in float32
         // on top of the bias: z1 = h W1^T + b1.
         r1 = RDom(0, kpair, 0, H.dim(0).extent() / kpair, "r1");
         Expr k1 = r1.y * kpair + r1.x;
         z1(pi, po, m) = B1(pi, po);
-        z1(pi, po, m) += hc(k1, m) * cast<float>(W1(r1.x, pi, r1.y, po));
+        z1(pi, po, m) += hc(k1, m) * to_f32(W1(r1.x, pi, r1.y, po));
         if (gated()) {
             zv(pi, po, m) = 0.0f;
-            zv(pi, po, m) += hc(k1, m) * cast<float>(V(r1.x, pi, r1.y, po));
+            zv(pi, po, m) += hc(k1, m) * to_f32(V(r1.x, pi, r1.y, po));
         }
 
-        // The epilogue, in float64, rounded once to the storage type.
+        // The epilogue, in the compute type (float64 for acc, float32 for fast), rounded once to
+        // the storage type.
+        const Type ct = gelukit::compute_type(math);
         Expr z = z1(pi, po, m);
         Expr act;
         if (kind == FfnKind::SwiGLU) {
-            act = silu_f64(z) * cast<double>(zv(pi, po, m));
+            act = (math == MathMode::Accurate ? silu_f64(z) : silu_f32(z)) * cast(ct, zv(pi, po, m));
         } else {
-            act = gelukit::gelu_eval(z, form, /*gradient=*/false, Expr(1.0), Float(64));  // s = 1
+            act = gelukit::gelu_eval(z, form, /*gradient=*/false, Internal::make_const(ct, 1.0), ct,
+                                     bf16_bits());  // s = 1
             if (gated()) {
-                act = act * cast<double>(zv(pi, po, m));
+                act = act * cast(ct, zv(pi, po, m));
             }
         }
-        Expr act_st = gelukit::narrow_to_storage(act, st);
+        Expr act_st = gelukit::narrow_to_storage(act, st, bf16_bits());
         // NaN in -> NaN out, whatever fast-math assumes (checked on the float32 bit pattern).
         act_st = select(gelukit::classify(z).is_nan, gelukit::quiet_nan(st), act_st);
         if (d_ff_real) {
@@ -175,14 +209,14 @@ public:
         r2 = RDom(0, kpair, 0, d_ff_pad / kpair, "r2");
         Expr k2 = r2.y * kpair + r2.x;
         z2(pi, po, m) = B2(pi, po);
-        z2(pi, po, m) += cast<float>(a(k2, m)) * cast<float>(W2(r2.x, pi, r2.y, po));
+        z2(pi, po, m) += to_f32(a(k2, m)) * to_f32(W2(r2.x, pi, r2.y, po));
         Expr y = z2(n % kPanel, n / kPanel, m);
         // The residual reads h at the output's column; clamped so that bounds inference never
         // asks h for columns it lacks when d_out > d_model (the runtime only allows residual
         // when d_out == d_model).
-        Expr res = cast<float>(Hf(clamp(n, 0, H.dim(0).extent() - 1), clamp(m, 0, M - 1)));
+        Expr res = to_f32(Hf(clamp(n, 0, H.dim(0).extent() - 1), clamp(m, 0, M - 1)));
         y = select(*residual, y + res, y);
-        O(n, m) = cast(st, y);
+        O(n, m) = gelukit::f32_to_storage(y, st, bf16_bits());
     }
 
     void schedule() {
@@ -210,6 +244,10 @@ public:
             set_estimates();
             return;
         }
+        if (get_target().has_gpu_feature()) {
+            schedule_gpu();
+            return;
+        }
         if (sched == ScheduleKind::Naive) {
             // Serial scalar loops, one full pass per stage (reductions are at root by default);
             // the activation too, else Halide inlines it into the second GEMM and evaluates the
@@ -229,6 +267,14 @@ private:
 
     bool gated() const {
         return kind == FfnKind::GeGLU || kind == FfnKind::SwiGLU;
+    }
+
+    // GPU targets convert bfloat16 on its bit pattern (gelu_math.h, storage_to_f32).
+    bool bf16_bits() const {
+        return get_target().has_gpu_feature();
+    }
+    Expr to_f32(const Expr &e) const {
+        return gelukit::storage_to_f32(e, bf16_bits());
     }
 
     // a(n, m) is the epilogue at panel coordinates (n % kPanel, n / kPanel).
@@ -294,6 +340,67 @@ private:
             u.atomic().vectorize(r.x);
         }
         u.vectorize(pi, lanes).unroll(pi).unroll(m);
+    }
+
+    // GPU (CUDA) schedule. Each GEMM is one kernel over output tiles of one weight panel
+    // (kPanel = 48 features) x 32 token rows per block, 16 x 8 = 128 threads per block. The
+    // block's 48 x 32 accumulators live in shared memory (6 KiB), each thread owning a 3 x 4
+    // register tile of them: for every k it reads 3 weights and 4 activations and does 12 FMAs
+    // (unrolled; the register-tiling idea of Halide's apps/cuda_mat_mul). The K loop is inside
+    // the thread's tile, so the accumulators' shared-memory addresses are loop-invariant there
+    // (LLVM keeps them in registers: shared and global memory cannot alias). The epilogue then
+    // reads the tile back with the output's own 3 x 4 thread mapping after a barrier. Weights and
+    // activations are read from global memory (the block's threads share them through L1); they
+    // are not staged through shared memory (not done yet). 4 warps per block; BERT-base GEMM1
+    // (M 512, d_ff 3072) launches 64 x 16 = 1024 blocks. Two-GEMM kinds store the d_ff
+    // activation in global memory between the two kernels (M x d_ff: 6 MiB float32 at
+    // BERT-base, L2-resident on A100/H100).
+    void schedule_gpu_gemm(Func out_f, Func z, Func zgate, const RDom &r) {
+        Var no{"no"}, ni{"ni"}, mo{"mo"}, mi{"mi"}, tn{"tn"}, rn{"rn"}, tm{"tm"}, rm{"rm"};
+        const int rows = 32, cols_per_thread = 3, rows_per_thread = 4;
+        out_f.split(n, no, ni, kPanel, TailStrategy::GuardWithIf)
+            .split(m, mo, mi, rows, TailStrategy::GuardWithIf)
+            .split(ni, tn, rn, cols_per_thread, TailStrategy::RoundUp)
+            .split(mi, tm, rm, rows_per_thread, TailStrategy::RoundUp)
+            .reorder(rn, rm, tn, tm, no, mo)
+            .gpu_blocks(no, mo)
+            .gpu_threads(tn, tm);
+        // The epilogue's 3 x 4 loop is not unrolled: one copy of the GELU code per thread (the
+        // unrolled erf epilogue took Halide 130 s to lower per library; the epilogue is a small
+        // part of the K-long GEMM).
+        for (Func f : {z, zgate}) {
+            if (!f.defined()) {
+                continue;
+            }
+            Var pt{"pt"}, pr{"pr"}, mt{"mt"}, mr{"mr"};
+            // A whole tile even at the tensor edges (rows past M read the clamped last row).
+            f.compute_at(out_f, no).bound_extent(pi, kPanel).bound_extent(po, 1).bound_extent(m, rows);
+            f.split(pi, pt, pr, cols_per_thread)
+                .split(m, mt, mr, rows_per_thread)
+                .reorder(pr, mr, pt, mt, po)
+                .gpu_threads(pt, mt)
+                .unroll(pr)
+                .unroll(mr);
+            f.update()
+                .split(pi, pt, pr, cols_per_thread)
+                .split(m, mt, mr, rows_per_thread)
+                .reorder(pr, mr, r.x, r.y, po, pt, mt)
+                .gpu_threads(pt, mt)
+                .unroll(pr)
+                .unroll(mr)
+                .unroll(r.x);
+        }
+    }
+
+    void schedule_gpu() {
+        Output<Buffer<>> &O = *out;
+        if (kind == FfnKind::LinearGelu) {
+            schedule_gpu_gemm(O, z1, zv, r1);
+            return;
+        }
+        a.compute_root();
+        schedule_gpu_gemm(a, z1, zv, r1);
+        schedule_gpu_gemm(O, z2, Func(), r2);
     }
 
     void schedule_hand() {

@@ -46,7 +46,17 @@ protected:
     Var d0{"d0"}, d1{"d1"}, d2{"d2"}, d3{"d3"};
 
     Type compute_t() const {
+        // G46 / FK-21: float64 on a GPU is 1/2 (sm_80) to 1/64 (consumer parts) of the float32
+        // rate; GPU kernels are built with float32 internals only.
+        if (this->get_target().has_gpu_feature() && math == MathMode::Accurate) {
+            throw std::invalid_argument("gelu: math=acc (float64 internals) is not built for GPU targets; use math=fast");
+        }
         return gelukit::compute_type(math);
+    }
+
+    // GPU targets convert bfloat16 on its bit pattern (gelu_math.h, storage_to_f32).
+    bool bf16_bits() const {
+        return this->get_target().has_gpu_feature();
     }
 
     // 1/s in the compute type, evaluated once per call (hoisted by Halide); exact when s = 1.
@@ -84,13 +94,24 @@ protected:
     }
 
     void schedule_gpu(Func out) {
-        // 256 threads per block: 8 warps, enough to hide memory latency on sm_80/sm_90 while
-        // keeping every SM busy at BERT-sized inputs (1.5M elements = 6144 blocks).
-        Var bx{"bx"}, tx{"tx"}, d23{"d23"};
-        out.fuse(d2, d3, d23)
-            .split(d0, bx, tx, 256, TailStrategy::GuardWithIf)
-            .reorder(tx, bx, d1, d23)
-            .gpu_blocks(bx, d1, d23)
+        // One element per thread, 256 threads (8 warps) per block along the innermost dimension,
+        // the tail guarded (GuardWithIf: threads past the extent store nothing). GELU is
+        // memory-bound (8-12 bytes and ~60 float32 ops per element), so the block only has to
+        // keep enough loads in flight: 8 blocks of 256 fill the 2048 thread slots of an sm_80 /
+        // sm_90 SM (under the 32 blocks/SM limit; ptxas -v reports 26 registers per thread for
+        // every form/dtype/direction, so registers do not limit occupancy), and a
+        // BERT-base activation (512 x 3072) gives 6144 blocks, ~56 per SM of an A100, so the
+        // tail wave costs < 2%.
+        // All block indices are fused into one grid dimension: grid y and z are limited to 65535
+        // blocks, which a [100000, 768] view with a padded row stride (d1 = 100000) would exceed;
+        // grid x allows 2^31 - 1. The cost is one integer division per thread to recover
+        // (block, row, d2, d3), small next to the GELU itself.
+        Var bx{"bx"}, tx{"tx"}, b{"b"};
+        out.split(d0, bx, tx, 256, TailStrategy::GuardWithIf)
+            .fuse(bx, d1, b)
+            .fuse(b, d2, b)
+            .fuse(b, d3, b)
+            .gpu_blocks(b)
             .gpu_threads(tx);
     }
 
@@ -129,7 +150,8 @@ public:
 
     void generate() {
         relax_strides({x, y});
-        y(d0, d1, d2, d3) = gelukit::gelu_forward_output(x(d0, d1, d2, d3), form, inverse_scale(scale), compute_t());
+        y(d0, d1, d2, d3) = gelukit::gelu_forward_output(x(d0, d1, d2, d3), form, inverse_scale(scale), compute_t(),
+                                                          bf16_bits());
     }
 
     void schedule() {
@@ -150,7 +172,7 @@ public:
     void generate() {
         relax_strides({x, dy, dx});
         dx(d0, d1, d2, d3) = gelukit::gelu_backward_output(x(d0, d1, d2, d3), dy(d0, d1, d2, d3), form,
-                                                           inverse_scale(scale), compute_t());
+                                                           inverse_scale(scale), compute_t(), bf16_bits());
     }
 
     void schedule() {

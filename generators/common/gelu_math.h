@@ -266,6 +266,34 @@ inline StorageClass classify(const Halide::Expr &x_storage) {
     return {(b & c(sign - 1)) > c(inf), b == c(inf), b == c(inf | sign)};
 }
 
+// Storage <-> float32 conversions. With bf16_bits (set by the generators for GPU targets) the
+// bfloat16 conversions are written on the bit pattern: Halide 21's PTX backend cannot cast
+// between bfloat16 and float32 (LLVM asserts "Invalid cast!" while emitting the kernel; FK-32).
+// Widening is exact (a bf16 is the top half of a float32). Narrowing rounds to nearest even:
+// adding 0x7FFF plus the lowest kept bit carries into the kept half exactly when the dropped
+// half is above the tie, or at the tie with an odd kept half; +-inf stay +-inf, values above the
+// largest bf16 round to +-inf, NaN becomes the quiet NaN 0x7FC0 (sign kept). Other storage types
+// (and bf16 without bf16_bits) use Halide's own casts.
+inline Halide::Expr storage_to_f32(const Halide::Expr &x_storage, bool bf16_bits = false) {
+    using namespace Halide;
+    if (bf16_bits && x_storage.type().is_bfloat()) {
+        return reinterpret(Float(32), cast(UInt(32), reinterpret(UInt(16), x_storage)) << 16);
+    }
+    return cast<float>(x_storage);
+}
+
+inline Halide::Expr f32_to_storage(const Halide::Expr &v_f32, const Halide::Type &storage, bool bf16_bits = false) {
+    using namespace Halide;
+    if (bf16_bits && storage.is_bfloat()) {
+        Expr b = reinterpret(UInt(32), v_f32);
+        Expr nan = (b & detail::u32(0x7FFFFFFFu)) > detail::u32(0x7F800000u);
+        Expr rounded = (b + detail::u32(0x7FFFu) + ((b >> 16) & detail::u32(1))) >> 16;
+        Expr quiet = (b >> 16) | detail::u32(0x0040u);
+        return reinterpret(storage, cast(UInt(16), select(nan, quiet, rounded)));
+    }
+    return cast(storage, v_f32);
+}
+
 // The canonical quiet NaN of a storage type.
 inline Halide::Expr quiet_nan(const Halide::Type &st) {
     using namespace Halide;
@@ -283,10 +311,11 @@ inline Halide::Type compute_type(MathMode mode) {
 // GELU(x) or GELU'(x) of a storage value, in compute type t, with the infinities applied.
 // NaN lanes hold an unspecified value: callers override them (gelu_forward_output & co).
 // inv_s (1/s in the compute type) is only used by the erf form.
+// bf16_bits: see storage_to_f32.
 inline Halide::Expr gelu_eval(const Halide::Expr &x_storage, GeluForm form, bool gradient,
-                              const Halide::Expr &inv_s, const Halide::Type &t) {
+                              const Halide::Expr &inv_s, const Halide::Type &t, bool bf16_bits = false) {
     using namespace Halide;
-    Expr xt = cast(t, cast<float>(x_storage));  // exact for fp16/bf16
+    Expr xt = cast(t, storage_to_f32(x_storage, bf16_bits));  // exact for fp16/bf16
     Expr v = form == GeluForm::Erf ? gelu_erf(xt, inv_s, gradient, t)
                                    : gelu_sigma(xt, form, gradient, t);
     StorageClass c = classify(x_storage);
@@ -302,10 +331,10 @@ inline Halide::Expr gelu_eval(const Halide::Expr &x_storage, GeluForm form, bool
 // rounds to odd (truncate, then set the last bit if inexact): with 13+ extra bits that makes the
 // final round-to-nearest-even correct (Boldo & Melquiond, "Emulation of FMA and correctly
 // rounded sums: proved algorithms using rounding to odd", IEEE TC 2008).
-inline Halide::Expr narrow_to_storage(const Halide::Expr &v, const Halide::Type &storage) {
+inline Halide::Expr narrow_to_storage(const Halide::Expr &v, const Halide::Type &storage, bool bf16_bits = false) {
     using namespace Halide;
     if (v.type() == Float(32) || storage == Float(32)) {
-        return cast(storage, cast<float>(v));
+        return f32_to_storage(cast<float>(v), storage, bf16_bits);
     }
     Expr f = cast<float>(v);
     Expr back = cast<double>(f);
@@ -313,26 +342,27 @@ inline Halide::Expr narrow_to_storage(const Halide::Expr &v, const Halide::Type 
     Expr bits = reinterpret(UInt(32), f);
     bits = select(inexact && abs(back) > abs(v), bits - detail::u32(1), bits);
     bits = select(inexact, bits | detail::u32(1), bits);
-    return cast(storage, reinterpret(Float(32), bits));
+    return f32_to_storage(reinterpret(Float(32), bits), storage, bf16_bits);
 }
 
 // y = GELU(x) in the storage type of x: rounded once, NaN in -> quiet NaN out.
 inline Halide::Expr gelu_forward_output(const Halide::Expr &x_storage, GeluForm form, const Halide::Expr &inv_s,
-                                        const Halide::Type &t) {
+                                        const Halide::Type &t, bool bf16_bits = false) {
     using namespace Halide;
     const Type st = x_storage.type();
-    Expr y = narrow_to_storage(gelu_eval(x_storage, form, /*gradient=*/false, inv_s, t), st);
+    Expr y = narrow_to_storage(gelu_eval(x_storage, form, /*gradient=*/false, inv_s, t, bf16_bits), st, bf16_bits);
     return select(classify(x_storage).is_nan, quiet_nan(st), y);
 }
 
 // dx = dy * GELU'(x), multiplied in the compute type and rounded once into the storage type;
 // a NaN in x or dy gives a quiet NaN whatever fast-math assumes.
 inline Halide::Expr gelu_backward_output(const Halide::Expr &x_storage, const Halide::Expr &dy_storage,
-                                         GeluForm form, const Halide::Expr &inv_s, const Halide::Type &t) {
+                                         GeluForm form, const Halide::Expr &inv_s, const Halide::Type &t,
+                                         bool bf16_bits = false) {
     using namespace Halide;
     const Type st = dy_storage.type();
-    Expr g = gelu_eval(x_storage, form, /*gradient=*/true, inv_s, t);
-    Expr dx = narrow_to_storage(cast(t, cast<float>(dy_storage)) * g, st);
+    Expr g = gelu_eval(x_storage, form, /*gradient=*/true, inv_s, t, bf16_bits);
+    Expr dx = narrow_to_storage(cast(t, storage_to_f32(dy_storage, bf16_bits)) * g, st, bf16_bits);
     return select(classify(x_storage).is_nan || classify(dy_storage).is_nan, quiet_nan(st), dx);
 }
 
