@@ -156,7 +156,7 @@ Isa isa_from_name(const std::string &name) {
         known += (known.empty() ? "" : ", ") + std::string(isa_name(isa));
     }
     throw Error(ErrorCode::InvalidArgument,
-                "ISA '" + name + "' is unknown or not a level of this build's architecture (expected one of: " + known +
+                "unknown ISA '" + name + "' (not a level of this build's architecture; expected one of: " + known +
                     ")");
 }
 
