@@ -266,34 +266,9 @@ void validate_view(const std::string &fn, const Operand &op) {
         throw Error(ErrorCode::TooLarge, where + ": spans 2^31 bytes or more (" + v.describe() +
                                              "); the CUDA kernels use 32-bit indexing: call them per slice");
     }
-    if (op.is_output && v.numel() > 1) {
-        std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, extent) of dims with extent > 1
-        for (int d = 0; d < v.rank; d++) {
-            if (v.shape[d] > 1) {
-                dims.push_back({v.strides[d], v.shape[d]});
-            }
-        }
-        std::sort(dims.begin(), dims.end());
-        int64_t span = 1;
-        for (auto [stride, extent] : dims) {
-            if (stride < span) {
-                throw Error(ErrorCode::InvalidArgument, where + ": output view overlaps itself (" + v.describe() + ")");
-            }
-            span = stride * (extent - 1) + span;
-        }
+    if (op.is_output) {
+        detail::check_output_not_self_overlapping(where, v);
     }
-}
-
-bool same_view(const TensorView &a, const TensorView &b) {
-    if (a.data != b.data || a.rank != b.rank || a.dtype != b.dtype) {
-        return false;
-    }
-    for (int d = 0; d < a.rank; d++) {
-        if (a.shape[d] != b.shape[d] || (a.shape[d] > 1 && a.strides[d] != b.strides[d])) {
-            return false;
-        }
-    }
-    return true;
 }
 
 void validate_call(const std::string &fn, const std::vector<Operand> &ops, const GeluOptions &o) {
@@ -316,19 +291,16 @@ void validate_call(const std::string &fn, const std::vector<Operand> &ops, const
         }
     }
     if (ref.numel() > 0) {
-        const std::size_t es = dtype_size(ref.dtype);
         for (const Operand &out : ops) {
             if (!out.is_output) {
                 continue;
             }
-            uintptr_t olo = reinterpret_cast<uintptr_t>(out.view.data);
-            uintptr_t ohi = olo + uintptr_t(span_elements(out.view)) * es;
+            auto [olo, ohi] = detail::byte_range(out.view);
             for (const Operand &in : ops) {
-                if (&in == &out || same_view(in.view, out.view)) {
+                if (&in == &out || detail::same_view(in.view, out.view)) {
                     continue;
                 }
-                uintptr_t ilo = reinterpret_cast<uintptr_t>(in.view.data);
-                uintptr_t ihi = ilo + uintptr_t(span_elements(in.view)) * es;
+                auto [ilo, ihi] = detail::byte_range(in.view);
                 if (ilo < ohi && olo < ihi) {
                     throw Error(ErrorCode::InvalidArgument, fn + ": " + out.name + " overlaps " + in.name +
                                                                 " without being the same view (in place: pass identical views)");
@@ -627,7 +599,7 @@ void call(const std::string &fn, Direction dir, std::vector<Operand> ops, const 
     for (std::size_t i = 0; i < ops.size(); i++) {
         arg[i] = int(hb.size());
         for (std::size_t j = 0; j < i; j++) {
-            if (same_view(ops[j].view, ops[i].view)) {
+            if (detail::same_view(ops[j].view, ops[i].view)) {
                 arg[i] = arg[j];
             }
         }

@@ -101,46 +101,9 @@ void validate_view(const char *fn, const Operand &op) {
     if (v.numel() > 0 && v.data == nullptr) {
         throw Error(ErrorCode::InvalidArgument, where + ": null data pointer for " + v.describe());
     }
-    if (op.is_output && v.numel() > 1) {
-        // Non-overlap of the output with itself: with dims sorted by stride, each stride must
-        // step over the whole extent of the smaller ones.
-        std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, extent)
-        for (int d = 0; d < v.rank; d++) {
-            if (v.shape[d] > 1) {
-                dims.push_back({v.strides[d], v.shape[d]});
-            }
-        }
-        std::sort(dims.begin(), dims.end());
-        int64_t span = 1;
-        for (auto [stride, extent] : dims) {
-            if (stride < span) {
-                throw Error(ErrorCode::InvalidArgument, where + ": output view overlaps itself (" + v.describe() + ")");
-            }
-            span = stride * (extent - 1) + span;
-        }
+    if (op.is_output) {
+        detail::check_output_not_self_overlapping(where, v);
     }
-}
-
-// Byte range [lo, hi) touched by a view.
-std::pair<uintptr_t, uintptr_t> byte_range(const TensorView &v) {
-    uintptr_t lo = reinterpret_cast<uintptr_t>(v.data);
-    int64_t last = 0;
-    for (int d = 0; d < v.rank; d++) {
-        last += (v.shape[d] - 1) * v.strides[d];
-    }
-    return {lo, lo + static_cast<uintptr_t>((last + 1) * static_cast<int64_t>(dtype_size(v.dtype)))};
-}
-
-bool same_view(const TensorView &a, const TensorView &b) {
-    if (a.data != b.data || a.rank != b.rank) {
-        return false;
-    }
-    for (int d = 0; d < a.rank; d++) {
-        if (a.shape[d] != b.shape[d] || (a.shape[d] > 1 && a.strides[d] != b.strides[d])) {
-            return false;
-        }
-    }
-    return true;
 }
 
 void validate_call(const char *fn, const std::vector<Operand> &ops, const GeluOptions &o) {
@@ -168,12 +131,12 @@ void validate_call(const char *fn, const std::vector<Operand> &ops, const GeluOp
             if (!out.is_output) {
                 continue;
             }
-            auto [olo, ohi] = byte_range(out.view);
+            auto [olo, ohi] = detail::byte_range(out.view);
             for (const Operand &in : ops) {
-                if (&in == &out || same_view(in.view, out.view)) {
+                if (&in == &out || detail::same_view(in.view, out.view)) {
                     continue;
                 }
-                auto [ilo, ihi] = byte_range(in.view);
+                auto [ilo, ihi] = detail::byte_range(in.view);
                 if (ilo < ohi && olo < ihi) {
                     throw Error(ErrorCode::InvalidArgument,
                                 std::string(fn) + ": " + out.name + " overlaps " + in.name +
@@ -373,7 +336,7 @@ void dispatch(const char *fn, Direction dir, const std::vector<Operand> &ops, co
     bool aliased = false;
     for (const Operand &out : ops) {
         for (const Operand &in : ops) {
-            aliased = aliased || (out.is_output && !in.is_output && same_view(in.view, out.view));
+            aliased = aliased || (out.is_output && !in.is_output && detail::same_view(in.view, out.view));
         }
     }
     const int64_t n_run = n > kMaxExtent ? n : schedule_safe_extent(k, n, dt, o.scale, ops.size());

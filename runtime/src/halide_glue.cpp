@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "gelukit/error.h"
 #include "gelukit/runtime.h"
@@ -232,6 +233,47 @@ halide_type_t halide_type_of(DType dt) {
         return halide_type_t(halide_type_bfloat, 16);
     }
     return halide_type_t();
+}
+
+std::pair<uintptr_t, uintptr_t> byte_range(const TensorView &v) {
+    uintptr_t lo = reinterpret_cast<uintptr_t>(v.data);
+    int64_t last = 0;
+    for (int d = 0; d < v.rank; d++) {
+        last += (v.shape[d] - 1) * v.strides[d];
+    }
+    return {lo, lo + static_cast<uintptr_t>((last + 1) * static_cast<int64_t>(dtype_size(v.dtype)))};
+}
+
+bool same_view(const TensorView &a, const TensorView &b) {
+    if (a.data != b.data || a.rank != b.rank || a.dtype != b.dtype) {
+        return false;
+    }
+    for (int d = 0; d < a.rank; d++) {
+        if (a.shape[d] != b.shape[d] || (a.shape[d] > 1 && a.strides[d] != b.strides[d])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void check_output_not_self_overlapping(const std::string &where, const TensorView &v) {
+    if (v.numel() <= 1) {
+        return;
+    }
+    std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, extent) of dims with extent > 1
+    for (int d = 0; d < v.rank; d++) {
+        if (v.shape[d] > 1) {
+            dims.push_back({v.strides[d], v.shape[d]});
+        }
+    }
+    std::sort(dims.begin(), dims.end());
+    int64_t span = 1;
+    for (auto [stride, extent] : dims) {
+        if (stride < span) {
+            throw Error(ErrorCode::InvalidArgument, where + ": output view overlaps itself (" + v.describe() + ")");
+        }
+        span = stride * (extent - 1) + span;
+    }
 }
 
 void check_halide_status(int status, const std::string &kernel_name) {

@@ -22,6 +22,16 @@ void check_halide_status(int status, const std::string &kernel_name);
 // The Halide element type of a storage dtype.
 halide_type_t halide_type_of(DType dt);
 
+// View checks shared by the CPU (gelu.cpp) and CUDA (cuda.cpp) entry points. Views passed here
+// have non-negative extents and strides >= 1 in every dimension of extent > 1.
+// Byte range [lo, hi) a non-empty view touches.
+std::pair<uintptr_t, uintptr_t> byte_range(const TensorView &v);
+// The identical view (in-place use): same data, dtype, shape, and strides where extent > 1.
+bool same_view(const TensorView &a, const TensorView &b);
+// Throws Error(InvalidArgument) if two elements of an output view share an address: with the
+// dimensions sorted by stride, each stride must step over the whole span of the smaller ones.
+void check_output_not_self_overlapping(const std::string &where, const TensorView &v);
+
 // A halide_buffer_t that carries its own dimension array (rank <= 4, min 0 in every dimension);
 // copies point at their own copy of the dimensions.
 struct HalideBuffer {
