@@ -1,15 +1,42 @@
-# cmake -DAR=<ar> -DMRI=<script> -DOUT=<archive> -P GelukitMergeArchives.cmake
+# cmake -DAR=<ar> -DINPUTS=<file: one archive path per line> -DOUT=<archive> -P GelukitMergeArchives.cmake
 #
-# Merges static archives with an ar MRI script ("create / addlib ... / save"), so the install
-# tree ships one archive per component instead of one per kernel library. GNU ar (and the
-# aarch64 cross ar) read the script on stdin; a failure stops the build.
-foreach (var IN ITEMS AR MRI OUT)
+# Merges static archives into one, so the install tree ships one archive per component instead
+# of one per kernel library. Each input is extracted into its own directory (members of
+# different archives may share a name) and the members are appended to OUT. This avoids ar's MRI
+# scripts, which cannot name paths with spaces or ( , ; * in them. A failure stops the build.
+foreach (var IN ITEMS AR INPUTS OUT)
     if (NOT DEFINED ${var})
         message(FATAL_ERROR "GelukitMergeArchives.cmake: -D${var}=... is required")
     endif ()
 endforeach ()
+file(STRINGS "${INPUTS}" archives)
+set(work "${OUT}.members")
+file(REMOVE_RECURSE "${work}")
 file(REMOVE "${OUT}")
-execute_process(COMMAND "${AR}" -M INPUT_FILE "${MRI}" RESULT_VARIABLE rc ERROR_VARIABLE err)
+set(index 0)
+set(members)
+foreach (archive IN LISTS archives)
+    math(EXPR index "${index} + 1")
+    set(dir "${work}/${index}")
+    file(MAKE_DIRECTORY "${dir}")
+    execute_process(COMMAND "${AR}" t "${archive}" RESULT_VARIABLE rc OUTPUT_VARIABLE names ERROR_VARIABLE err)
+    if (NOT rc EQUAL 0)
+        message(FATAL_ERROR "gelukit: ${AR} t ${archive} failed (exit ${rc}): ${err}")
+    endif ()
+    string(REPLACE "\n" ";" names "${names}")
+    list(REMOVE_ITEM names "")
+    list(REMOVE_DUPLICATES names)
+    list(LENGTH names n_names)
+    execute_process(COMMAND "${AR}" x "${archive}" WORKING_DIRECTORY "${dir}" RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if (NOT rc EQUAL 0)
+        message(FATAL_ERROR "gelukit: ${AR} x ${archive} failed (exit ${rc}): ${err}")
+    endif ()
+    foreach (name IN LISTS names)
+        list(APPEND members "${dir}/${name}")
+    endforeach ()
+endforeach ()
+execute_process(COMMAND "${AR}" qcs "${OUT}" ${members} RESULT_VARIABLE rc ERROR_VARIABLE err)
+file(REMOVE_RECURSE "${work}")
 if (NOT rc EQUAL 0 OR NOT EXISTS "${OUT}")
-    message(FATAL_ERROR "gelukit: merging archives into ${OUT} failed (${AR} -M, exit ${rc}): ${err}")
+    message(FATAL_ERROR "gelukit: ${AR} qcs ${OUT} failed (exit ${rc}): ${err}")
 endif ()

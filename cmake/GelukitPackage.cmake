@@ -35,16 +35,13 @@ function(_gelukit_merged_archive component)
         endforeach ()
     endforeach ()
     set(out "${_gelukit_package_dir}/lib${component}${CMAKE_STATIC_LIBRARY_SUFFIX}")
-    set(mri "${_gelukit_package_dir}/${component}.mri")
-    list(TRANSFORM archives PREPEND "addlib ")
-    file(GENERATE OUTPUT "${mri}"
-         CONTENT "create ${out}\n$<JOIN:${archives},\n>\nsave\nend\n")
-    list(TRANSFORM archives REPLACE "^addlib " "")
+    set(list_file "${_gelukit_package_dir}/${component}.archives")
+    file(GENERATE OUTPUT "${list_file}" CONTENT "$<JOIN:${archives},\n>\n")
     add_custom_command(
         OUTPUT "${out}"
-        COMMAND "${CMAKE_COMMAND}" "-DAR=${CMAKE_AR}" "-DMRI=${mri}" "-DOUT=${out}"
+        COMMAND "${CMAKE_COMMAND}" "-DAR=${CMAKE_AR}" "-DINPUTS=${list_file}" "-DOUT=${out}"
                 -P "${PROJECT_SOURCE_DIR}/cmake/GelukitMergeArchives.cmake"
-        DEPENDS ${archives} "${mri}" "${PROJECT_SOURCE_DIR}/cmake/GelukitMergeArchives.cmake"
+        DEPENDS ${archives} "${list_file}" "${PROJECT_SOURCE_DIR}/cmake/GelukitMergeArchives.cmake"
         COMMENT "Merging the ${component} kernel libraries for the install tree"
         VERBATIM)
     add_custom_target(${component}_archive ALL DEPENDS "${out}")
@@ -83,6 +80,22 @@ write_basic_package_version_file(
     "${_gelukit_package_dir}/gelukitConfigVersion.cmake"
     VERSION "${PROJECT_VERSION}"
     COMPATIBILITY SameMinorVersion)
+# A package holds one architecture's machine code. The check sits in the version file so that
+# find_package skips an unsuitable package and goes on searching CMAKE_PREFIX_PATH (a config file
+# that sets gelukit_FOUND FALSE would end the search there); when none fits, CMake lists each
+# one with this annotated version.
+if (GELUKIT_ARCH STREQUAL "x86-64")
+    set(_gelukit_processor_regex "^(x86_64|AMD64|amd64)$")
+else ()
+    set(_gelukit_processor_regex "^(aarch64|arm64|ARM64)$")
+endif ()
+file(APPEND "${_gelukit_package_dir}/gelukitConfigVersion.cmake" "
+# gelukit: the archives hold ${GELUKIT_ARCH} machine code only.
+if (NOT CMAKE_SYSTEM_PROCESSOR MATCHES \"${_gelukit_processor_regex}\")
+    set(PACKAGE_VERSION \"\${PACKAGE_VERSION} (${GELUKIT_ARCH} kernels; this project targets '\${CMAKE_SYSTEM_PROCESSOR}')\")
+    set(PACKAGE_VERSION_UNSUITABLE TRUE)
+endif ()
+")
 install(FILES "${_gelukit_package_dir}/gelukitConfig.cmake"
               "${_gelukit_package_dir}/gelukitConfigVersion.cmake"
         DESTINATION "${_gelukit_cmake_dir}")

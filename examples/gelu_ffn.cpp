@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gelukit/cuda.h"
 #include "gelukit/error.h"
 #include "gelukit/ffn.h"
 #include "gelukit/gelu.h"
@@ -112,6 +113,34 @@ int main() {
             return 1;
         } catch (const gelukit::Error &e) {
             std::printf("shape mismatch refused: %s\n", e.what());
+        }
+        // CUDA (packages built with GELUKIT_CUDA): the same GELU on the GPU from host memory, or,
+        // without a usable device, a clean NoDevice error. The CUDA kernels use the float32
+        // ("fast") formulation: bound 8 ULP, as for the CPU's Math::Fast erf forward kernels.
+        if (gelukit::cuda::built_with_cuda()) {
+            const gelukit::cuda::DeviceStatus dev = gelukit::cuda::cuda_device_available();
+            std::vector<float> y_gpu(n);
+            try {
+                gelukit::cuda::gelu_forward_host(
+                    gelukit::TensorView::contiguous(x.data(), gelukit::DType::F32, {n}),
+                    gelukit::TensorView::contiguous(y_gpu.data(), gelukit::DType::F32, {n}));
+                if (!dev.available) {
+                    std::printf("CUDA call succeeded although the probe said: %s\n", dev.reason.c_str());
+                    return 1;
+                }
+                int64_t worst_gpu = 0;
+                for (int64_t i = 0; i < n; ++i) {
+                    float ref = static_cast<float>(gelu_reference(x[i]));
+                    if (ref == 0.0f && y_gpu[i] == 0.0f) continue;
+                    worst_gpu = std::max(worst_gpu, ulp_distance(y_gpu[i], ref));
+                }
+                std::printf("CUDA GELU f32 erf on %s: max error %lld ULP (bound 8)\n", dev.name.c_str(),
+                            static_cast<long long>(worst_gpu));
+                if (worst_gpu > 8) return 1;
+            } catch (const gelukit::Error &e) {
+                if (dev.available || e.code() != gelukit::ErrorCode::NoDevice) throw;
+                std::printf("CUDA kernels linked; no usable device here: %s\n", e.what());
+            }
         }
         std::printf("gelukit example: OK\n");
         return 0;

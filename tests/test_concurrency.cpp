@@ -3,7 +3,7 @@
 // (shared packed weights); every result must be bit-identical to the single-threaded result of
 // the same call. Built with ThreadSanitizer (ctest gelukit_concurrency.tsan), which also checks
 // the runtime's shared state (lazy initialisation, dispatch, error handler, the thread-count
-// getter) for data races. The Halide kernels themselves are not instrumented: TSan sees the
+// getter and setter, called from several threads during the run) for data races. The Halide kernels themselves are not instrumented: TSan sees the
 // runtime, the test and every buffer handed to or read back from the kernels on the calling
 // threads, not the kernels' own loads and stores inside Halide's thread pool.
 #include <gtest/gtest.h>
@@ -91,8 +91,12 @@ void run_gelu(const GeluJob &job, std::vector<uint8_t> &out) {
 TEST(Concurrency, GeluAndSharedFfnBitIdenticalToSingleThreaded) {
     const int64_t calls = calls_per_thread();
     ASSERT_GE(calls, 2);
-    const int threads_before = num_threads();
-    EXPECT_GE(threads_before, 1) << "num_threads() before the first kernel call";
+    EXPECT_GE(num_threads(), 1) << "num_threads() before the first kernel call";
+    // A count other than Halide's default (the CPU count or HL_NUM_THREADS), so that a getter
+    // that went through the default (the old set(0)-and-restore emulation) would show.
+    const int threads_before = num_threads() == 3 ? 5 : 3;
+    set_num_threads(threads_before);
+    ASSERT_EQ(num_threads(), threads_before);
 
     // GELU jobs: every form x dtype x direction, half of them in place.
     std::vector<GeluJob> jobs;
@@ -166,9 +170,10 @@ TEST(Concurrency, GeluAndSharedFfnBitIdenticalToSingleThreaded) {
                         if (std::memcmp(y.data(), ffn_expected[t].data(), y.size() * 4) != 0) ++mismatches;
                         ++ffn_calls;
                     }
-                    // The read-back getter, concurrently with kernel calls (it must not lose
-                    // the thread count in use).
+                    // The getter and the setter (same value), concurrently with kernel calls and
+                    // each other: every read must give the count in use.
                     if (i % 1000 == 999 && num_threads() != threads_before) thread_count_changed = true;
+                    if (t % 8 == 0 && i % 1000 == 500) set_num_threads(threads_before);
                 }
             } catch (const std::exception &e) {
                 ++errors;

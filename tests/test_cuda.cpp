@@ -181,6 +181,8 @@ TEST(CudaArguments, RejectedBeforeAnyDeviceCall) {
     EXPECT_EQ(code_of([&] { gc::gelu_forward_host(x, y, o); }), E::InvalidArgument);
     o.scale = NAN;
     EXPECT_EQ(code_of([&] { gc::gelu_forward_host(x, y, o); }), E::InvalidArgument);
+    o.scale = 4097.0f;  // above kGeluMaxScale (gelukit/gelu.h)
+    EXPECT_EQ(code_of([&] { gc::gelu_forward_host(x, y, o); }), E::InvalidArgument);
     o.scale = 2.0f;
     o.form = Form::Tanh;
     EXPECT_EQ(code_of([&] { gc::gelu_forward_host(x, y, o); }), E::InvalidArgument);

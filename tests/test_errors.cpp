@@ -104,6 +104,17 @@ TEST_F(Errors, BadScale) {
     GeluOptions tiny;
     tiny.scale = 1e-39f;  // subnormal: 1/s overflows float32
     expect_error([&] { gelu_forward(va, vb, tiny); }, ErrorCode::InvalidArgument, "at least 1.17549435e-38");
+    // Above 4096 the tail beyond the Mills fit matters (gelukit/gelu.h); 4096 itself is accepted
+    // (its accuracy: KernelProperties.ScaledForm).
+    for (float s : {4097.0f, 1e6f, 2.11146044e35f}) {
+        GeluOptions o;
+        o.scale = s;
+        expect_error([&] { gelu_forward(va, vb, o); }, ErrorCode::InvalidArgument, "at most 4096");
+        expect_error([&] { gelu_backward(va, va, vb, o); }, ErrorCode::InvalidArgument, "at most 4096");
+    }
+    GeluOptions largest;
+    largest.scale = kGeluMaxScale;
+    EXPECT_NO_THROW(gelu_forward(va, vb, largest));
     GeluOptions tanh_scaled;
     tanh_scaled.form = Form::Tanh;
     tanh_scaled.scale = 2.0f;

@@ -18,7 +18,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -137,24 +139,105 @@ uint32_t load_bits(const uint8_t *p, DType dt) {
     return h;
 }
 
+// What the documented rules and the registry say a call must do.
+enum class Expect {
+    Reject,       // breaks a documented rule: gelukit::Error, nothing written
+    Unsupported,  // follows the rules, but no kernel is built for the combination
+    Succeed,      // follows the rules and the kernel is built
+};
+
 // Runs fn and classifies its outcome: true = returned, false = gelukit::Error. Traps on an
-// Error the rules do not allow (`valid` inputs may only be Unsupported) and on other exceptions.
+// outcome the expectation does not allow and on exceptions other than gelukit::Error.
 template <typename F>
-bool call(F &&fn, bool valid) {
+bool call(F &&fn, Expect expect) {
     try {
         fn();
-        if (!valid) finding("input breaking a documented rule was accepted");
+        if (expect == Expect::Reject) finding("input breaking a documented rule was accepted");
+        if (expect == Expect::Unsupported) finding("a combination absent from the registry ran");
         return true;
     } catch (const Error &e) {
-        if (valid && e.code() != ErrorCode::Unsupported) {
+        if (expect == Expect::Succeed) {
             std::fprintf(stderr, "%s\n", e.what());
-            finding("rule-abiding input refused with an error other than Unsupported");
+            finding("rule-abiding input with a built kernel was refused");
+        }
+        if (expect == Expect::Unsupported && e.code() != ErrorCode::Unsupported) {
+            std::fprintf(stderr, "%s\n", e.what());
+            finding("combination absent from the registry refused with a code other than Unsupported");
         }
         return false;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "%s\n", e.what());
         finding("exception other than gelukit::Error");
     }
+}
+
+bool gelu_built(gelukit::Direction dir, DType dt, const gelukit::GeluOptions &o) {
+    for (const gelukit::KernelInfo &k : gelukit::gelu_kernels())
+        if (k.direction == dir && k.dtype == dt && k.form == o.form && k.math == o.math && k.schedule == o.schedule)
+            return true;
+    return false;
+}
+
+bool ffn_built(const gelukit::FeedForwardOptions &o) {
+    const bool swiglu = o.kind == gelukit::FfnKind::SwiGLU;
+    for (const gelukit::FfnKernelInfo &k : gelukit::ffn_kernels())
+        if (k.kind == o.kind && k.dtype == o.dtype && k.schedule == o.schedule &&
+            (swiglu || k.form == gelukit::form_name(o.form)))
+            return true;
+    return false;
+}
+
+// Element values: fuzzer-chosen mode and seed, expanded with splitmix64, so long tensors get
+// varied values from a short input. Modes: raw bit patterns (NaN, inf, subnormals at their
+// natural rates), ordinary values in [-12, 12), or those mixed with 1/8 special values.
+struct ValueSource {
+    uint64_t state;
+    int mode;
+    uint64_t next() {
+        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
+    void fill(uint8_t *p, DType dt, bool finite_only) {
+        const uint64_t r = next();
+        uint32_t bits;
+        if (mode == 0 && !finite_only) {
+            bits = static_cast<uint32_t>(r);
+        } else if (mode == 2 && !finite_only && (r & 7) == 0) {
+            static const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                                             std::numeric_limits<float>::infinity(),
+                                             -std::numeric_limits<float>::infinity(),
+                                             0.0f, -0.0f, 1e-40f, -1e-45f,
+                                             std::numeric_limits<float>::max(), -65504.0f};
+            std::memcpy(&bits, &specials[(r >> 3) % std::size(specials)], 4);
+        } else {
+            const float f = (static_cast<float>((r >> 40) & 0xFFFFFF) / 16777216.0f - 0.5f) * 24.0f;
+            std::memcpy(&bits, &f, 4);
+        }
+        if (dt == DType::F32) {
+            std::memcpy(p, &bits, 4);
+            return;
+        }
+        uint16_t h;
+        if (mode == 0 && !finite_only) {
+            h = static_cast<uint16_t>(bits);  // any 16-bit pattern
+        } else if (dt == DType::BF16) {
+            h = static_cast<uint16_t>(bits >> 16);
+        } else {
+            float f;
+            std::memcpy(&f, &bits, 4);
+            h = gelukit::test::float_to_half_bits_rne(f);
+        }
+        std::memcpy(p, &h, 2);
+    }
+};
+
+ValueSource value_source(FuzzedDataProvider &fdp) {
+    ValueSource v;
+    v.mode = fdp.ConsumeIntegralInRange(0, 2);
+    v.state = fdp.ConsumeIntegral<uint64_t>();
+    return v;
 }
 
 void fuzz_gelu(FuzzedDataProvider &fdp) {
@@ -168,9 +251,10 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
     switch (fdp.ConsumeIntegralInRange(0, 15)) {  // the scale s of x * Phi(x / s)
     case 0: o.scale = fdp.ConsumeFloatingPoint<float>(); break;  // any float, NaN/inf/<=0 included
     case 1: o.scale = fdp.ConsumeFloatingPointInRange(0.25f, 4.0f); break;
+    case 2: o.scale = fdp.ConsumeFloatingPointInRange(1000.0f, 5000.0f); break;  // around the upper limit
     default: break;
     }
-    if (!(o.scale >= std::numeric_limits<float>::min() && o.scale <= std::numeric_limits<float>::max())) valid = false;
+    if (!(o.scale >= gelukit::kGeluMinScale && o.scale <= gelukit::kGeluMaxScale)) valid = false;
     if (o.form != gelukit::Form::Erf && o.scale != 1.0f) valid = false;
 
     const int rank = fdp.ConsumeIntegralInRange(1, 4);
@@ -203,7 +287,11 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
     }
     const std::size_t es = gelukit::dtype_size(dt);
     std::vector<uint8_t> arena(kGuard * 2 + static_cast<std::size_t>(arena_elems) * es, kFill);
-    // Element values straight from the fuzzer's bytes (after the guard).
+    const gelukit::Direction direction = backward ? gelukit::Direction::Backward : gelukit::Direction::Forward;
+    // Element values: generated, then the fuzzer's remaining bytes over the first ones (exact
+    // patterns the fuzzer found stay reachable).
+    ValueSource values = value_source(fdp);
+    for (std::size_t i = kGuard; i + es <= arena.size() - kGuard; i += es) values.fill(&arena[i], dt, false);
     for (std::size_t i = kGuard; i < arena.size() - kGuard && fdp.remaining_bytes() > 0; i++)
         arena[i] = fdp.ConsumeIntegral<uint8_t>();
 
@@ -249,18 +337,26 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
     for (const Layout &l : lay) v.push_back(view_of(arena.data(), dt, l));
     if (null_data) v[0].data = nullptr;
     bool ok;
-    if (either) {
+    const bool built = gelu_built(direction, dt, o);
+    if (either && built) {
+        // Refused (InvalidArgument, the conservative overlap rules) or run and checked below.
         try {
             backward ? gelukit::gelu_backward(v[0], v[1], v[2], o) : gelukit::gelu_forward(v[0], v[1], o);
             ok = true;
-        } catch (const Error &) {
+        } catch (const Error &e) {
+            if (e.code() != ErrorCode::InvalidArgument) {
+                std::fprintf(stderr, "%s\n", e.what());
+                finding("overlap-only case refused with a code other than InvalidArgument");
+            }
             ok = false;
         } catch (const std::exception &) {
             finding("exception other than gelukit::Error");
         }
     } else {
+        // (either && !built: the runtime may report the overlap or the missing kernel first.)
+        const Expect expect = !valid ? Expect::Reject : built ? Expect::Succeed : Expect::Unsupported;
         ok = call([&] { backward ? gelukit::gelu_backward(v[0], v[1], v[2], o) : gelukit::gelu_forward(v[0], v[1], o); },
-                  valid);
+                  either ? Expect::Reject : expect);
     }
     if (!ok) {
         if (arena != before) finding("a refused call wrote memory");
@@ -297,7 +393,12 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
                 (!gelukit::test::bits_is_nan(ref, dt) &&
                  gelukit::test::ulp_distance(got, ref, dt) >
                      gelukit::test::ulp_tolerance(o.math, gelukit::Direction::Forward, dt, o.form)))
+            {
+                std::fprintf(stderr, "x=0x%x got=0x%x ref=0x%x dtype=%s form=%s schedule=%s scale=%.9g\n", xb, got, ref,
+                             gelukit::dtype_name(dt), gelukit::form_name(o.form), gelukit::schedule_name(o.schedule),
+                             static_cast<double>(o.scale));
                 finding("forward GELU outside its ULP bound of the double reference");
+            }
         }
     }
 }
@@ -315,13 +416,11 @@ void fuzz_ffn(FuzzedDataProvider &fdp) {
     int64_t d_out = has_w2 ? (fdp.ConsumeBool() ? d_model : fdp.ConsumeIntegralInRange<int64_t>(1, 24)) : d_ff;
     o.residual = has_w2 && fdp.ConsumeBool();
     const std::size_t es = gelukit::dtype_size(o.dtype);
+    // Weights: finite generated values (a NaN weight would make every output NaN).
+    ValueSource weight_values = value_source(fdp);
     auto tensor = [&](int64_t n) {
         std::vector<uint8_t> t(static_cast<std::size_t>(n) * es);
-        for (auto &b : t) b = fdp.ConsumeIntegral<uint8_t>();
-        if (o.dtype == DType::BF16)  // keep weights finite: a NaN weight makes every output NaN
-            for (std::size_t i = 1; i < t.size(); i += 2) t[i] &= 0xBF;
-        else
-            for (std::size_t i = 3; i < t.size(); i += 4) t[i] &= 0xBF;
+        for (std::size_t i = 0; i < t.size(); i += es) weight_values.fill(&t[i], o.dtype, true);
         return t;
     };
     // w1 has one spare row: the "wrong shape" case below views it as [d_ff + 1, d_model].
@@ -343,7 +442,24 @@ void fuzz_ffn(FuzzedDataProvider &fdp) {
     }
     gelukit::FeedForward *ffn = nullptr;
     std::unique_ptr<gelukit::FeedForward> holder;
-    if (!call([&] { holder = std::make_unique<gelukit::FeedForward>(w, o); }, valid_weights)) return;
+    // Adams2019 FFN kernels refuse problems smaller than their tiles with Unsupported (ffn.h):
+    // for them a successful construction or Unsupported are both fine.
+    const bool built = ffn_built(o);
+    const bool adams = o.schedule == gelukit::Schedule::Adams2019;
+    const Expect expect_weights = !valid_weights ? Expect::Reject : built ? Expect::Succeed : Expect::Unsupported;
+    bool constructed;
+    if (valid_weights && built && adams) {
+        try {
+            holder = std::make_unique<gelukit::FeedForward>(w, o);
+            constructed = true;
+        } catch (const Error &e) {
+            if (e.code() != ErrorCode::Unsupported) finding("adams2019 FFN refused with a code other than Unsupported");
+            constructed = false;
+        }
+    } else {
+        constructed = call([&] { holder = std::make_unique<gelukit::FeedForward>(w, o); }, expect_weights);
+    }
+    if (!constructed) return;
     ffn = holder.get();
 
     // h [M, d_model] and out [M, d_out] with padded rows, in one arena; sometimes broken.
@@ -361,15 +477,31 @@ void fuzz_ffn(FuzzedDataProvider &fdp) {
     }
     const int64_t arena_elems = std::max(h_span, o_off + o_span) + 1;
     std::vector<uint8_t> arena(kGuard * 2 + static_cast<std::size_t>(arena_elems) * es, kFill);
-    for (std::size_t i = kGuard; i < kGuard + static_cast<std::size_t>(h_span) * es; i++)
-        arena[i] = fdp.ConsumeIntegral<uint8_t>();
+    ValueSource h_values = value_source(fdp);
+    for (std::size_t i = kGuard; i < kGuard + static_cast<std::size_t>(h_span) * es; i += es)
+        h_values.fill(&arena[i], o.dtype, false);
     const std::vector<uint8_t> before = arena;
     uint8_t *base = arena.data() + kGuard;
     TensorView h = TensorView::strided(base, o.dtype, {M, d_model}, {hs, 1});
     TensorView outv = TensorView::strided(base + o_off * es, o.dtype, {M, d_out}, {bad_stride, 1});
     if (M > 1 && bad_stride < d_out) valid = false;
     if (M > 0 && o_off < h_span && o_off + o_span > 0) valid = false;  // out's range meets h's
-    if (!call([&] { ffn->forward(h, outv); }, valid)) {
+    bool ran;
+    if (valid && adams) {  // adams2019: a result or Unsupported (small problems)
+        try {
+            ffn->forward(h, outv);
+            ran = true;
+        } catch (const Error &e) {
+            if (e.code() != ErrorCode::Unsupported) {
+                std::fprintf(stderr, "%s\n", e.what());
+                finding("adams2019 FFN forward refused with a code other than Unsupported");
+            }
+            ran = false;
+        }
+    } else {
+        ran = call([&] { ffn->forward(h, outv); }, valid ? Expect::Succeed : Expect::Reject);
+    }
+    if (!ran) {
         if (arena != before) finding("a refused FFN call wrote memory");
         return;
     }
