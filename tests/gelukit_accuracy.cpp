@@ -7,15 +7,22 @@
 // direction the 0.01-wide window around the root of GELU' is excluded from max_ulp and reported
 // as max_abs_err_root instead (relative error is unbounded at a root). Exit status 1 if
 // --max-ulp is given and exceeded.
+//
+// --profile FILE additionally writes the error on an even grid of x (--profile-range, 
+// --profile-points) as CSV "x,ulp" (backward: dy = 1, the ULP error of GELU'(x)); the main job
+// plots these (scripts/gelukit_report.py).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gelukit/error.h"
 #include "gelukit/gelu.h"
 #include "gelukit/runtime.h"
+#include "support/harness.h"
+#include "support/reference.h"
 #include "support/sweep.h"
 
 int main(int argc, char **argv) {
@@ -27,6 +34,9 @@ int main(int argc, char **argv) {
     int threads = 2;
     float scale = 1.0f;
     long long max_ulp_allowed = -1;
+    std::string profile_file;
+    std::vector<double> profile_range = {-10.0, 10.0};
+    int profile_points = 4001;
     app.add_option("--form", form, "erf | tanh | sigmoid (or a config name such as gelu_new)");
     app.add_option("--direction", direction, "forward | backward")->check(CLI::IsMember({"forward", "backward"}));
     app.add_option("--dtype", dtype, "f32 | bf16 | f16")->check(CLI::IsMember({"f32", "bf16", "f16"}));
@@ -38,6 +48,9 @@ int main(int argc, char **argv) {
     app.add_option("--threads", threads, "threads for the kernel and the reference")->check(CLI::PositiveNumber);
     app.add_option("--scale", scale, "s of the scaled exact form x*Phi(x/s)");
     app.add_option("--max-ulp", max_ulp_allowed, "exit 1 if the maximum ULP error exceeds this");
+    app.add_option("--profile", profile_file, "also write the ULP error on a grid of x to this CSV file (x,ulp)");
+    app.add_option("--profile-range", profile_range, "x range of the profile grid")->expected(2);
+    app.add_option("--profile-points", profile_points, "points of the profile grid")->check(CLI::Range(2, 1 << 24));
     CLI11_PARSE(app, argc, argv);
 
     try {
@@ -61,6 +74,37 @@ int main(int argc, char **argv) {
                     math.c_str(), schedule.c_str(), scale, exhaustive ? "exhaustive" : "sampled", secs,
                     dispatched_isa().c_str());
         std::printf("%s\n", r.summary(cfg.dtype).c_str());
+        if (!profile_file.empty()) {
+            // Grid values rounded to the storage type, run through the kernel in one call.
+            std::vector<uint32_t> xb(static_cast<std::size_t>(profile_points));
+            const double lo = profile_range[0], hi = profile_range[1];
+            for (int i = 0; i < profile_points; i++) {
+                xb[i] = test::to_bits(lo + (hi - lo) * i / (profile_points - 1), cfg.dtype);
+            }
+            std::vector<uint32_t> yb;
+            if (cfg.direction == Direction::Forward) {
+                yb = test::run_forward(xb, cfg.dtype, cfg.options);
+            } else {
+                yb = test::run_backward(xb, std::vector<uint32_t>(xb.size(), test::to_bits(1.0, cfg.dtype)), cfg.dtype,
+                                        cfg.options);
+            }
+            FILE *f = std::fopen(profile_file.c_str(), "w");
+            if (!f) {
+                std::fprintf(stderr, "cannot write %s\n", profile_file.c_str());
+                return 2;
+            }
+            std::fprintf(f, "x,ulp\n");
+            for (std::size_t i = 0; i < xb.size(); i++) {
+                const double x = test::bits_to_double(xb[i], cfg.dtype);
+                const test::RefValue ref = cfg.direction == Direction::Forward
+                                               ? test::gelu_ref(cfg.options.form, x, cfg.options.scale)
+                                               : test::gelu_grad_ref(cfg.options.form, x, cfg.options.scale);
+                std::fprintf(f, "%.9g,%lld\n", x,
+                             static_cast<long long>(test::ulp_distance(yb[i], test::round_to_bits(ref, cfg.dtype), cfg.dtype)));
+            }
+            std::fclose(f);
+            std::printf("profile: %d points in [%g, %g] written to %s\n", profile_points, lo, hi, profile_file.c_str());
+        }
         return (max_ulp_allowed >= 0 && r.max_ulp > max_ulp_allowed) ? 1 : 0;
     } catch (const gelukit::Error &e) {
         std::fprintf(stderr, "%s\n", e.what());

@@ -3,7 +3,13 @@
 
 Usage:
     build/bench/gelukit_bench --benchmark_out=build/report/bench.json --benchmark_out_format=json
-    python3 scripts/report.py build/report/bench.json --out build/report/report.md
+    .venv/bin/python3 scripts/gelukit_report.py build/report/bench.json --out build/report/report.md \
+        [--plots-dir build/report/plots] [--ulp-profile "erf acc=build/report/ulp/erf_acc.csv" ...]
+
+With --plots-dir, PNG plots (scripts/report_plots.py, matplotlib) are written there and linked
+from the markdown: GELU throughput per schedule and size, GELU relative to oneDNN, FFN GFLOP/s
+against the measured FMA peak, and the ULP error against x of each --ulp-profile (CSV "x,ulp"
+from gelukit_accuracy --profile; the label's first word is the GELU form).
 
 Benchmark names follow one grammar per family (see bench/gelukit_bench.cpp):
     <family>/<positional fields...>/<variant>/<key>:<value>/...
@@ -11,7 +17,8 @@ e.g. gelu/forward/f32/erf/acc_hand/N:1572864/threads:1. Rows are grouped by ever
 the variant; each group lists its variants with ns/element, GB/s and the throughput relative to
 the group's `onednn` row (onednn ns / variant ns: > 1 means faster than oneDNN). Families are
 declared in FAMILIES below; rows of other families, aggregates other than the median, and names
-that do not fit their family's grammar are skipped (and counted). Standard library only.
+that do not fit their family's grammar are skipped (and counted). The markdown needs the standard
+library only; the plots need matplotlib.
 """
 
 import argparse
@@ -224,13 +231,42 @@ def render(context, results, ffn, errors, skipped, source):
     return "\n".join(out)
 
 
+def render_plots(context, results, ffn, plots_dir, profiles, out_path):
+    """Writes the PNG plots and returns their markdown section (paths relative to the report)."""
+    import report_plots  # matplotlib only when plots are asked for
+
+    made = []
+    made += report_plots.gelu_throughput(results, plots_dir)
+    made += report_plots.gelu_vs_baseline(results, plots_dir, BASELINE)
+    made += report_plots.ffn_vs_peak(ffn, context, plots_dir)
+    made += report_plots.ulp_profiles(profiles, plots_dir)
+    base = os.path.dirname(os.path.abspath(out_path)) if out_path else os.getcwd()
+    lines = ["## Plots", ""]
+    for title, path in made:
+        lines += [f"### {title}", "", f"![{title}]({os.path.relpath(os.path.abspath(path), base)})", ""]
+    return lines, made
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", help="Google Benchmark JSON (--benchmark_out_format=json)")
     parser.add_argument("--out", help="write the markdown here as well (directories are created)")
+    parser.add_argument("--plots-dir", help="write PNG plots here and link them from the markdown")
+    parser.add_argument("--ulp-profile", action="append", default=[], metavar="LABEL=CSV",
+                        help="ULP-error profile to plot (gelukit_accuracy --profile); repeatable")
     args = parser.parse_args(argv)
+    profiles = []
+    for item in args.ulp_profile:
+        label, sep, path = item.partition("=")
+        if not sep or not os.path.isfile(path):
+            parser.error(f"--ulp-profile {item!r}: expected LABEL=CSV with an existing file")
+        profiles.append((label, path))
     context, results, ffn, errors, skipped = load(args.json)
     text = render(context, results, ffn, errors, skipped, args.json)
+    if args.plots_dir:
+        lines, made = render_plots(context, results, ffn, args.plots_dir, profiles, args.out)
+        text += "\n" + "\n".join(lines)
+        print(f"gelukit_report: {len(made)} plots in {args.plots_dir}", file=sys.stderr)
     print(text)
     if args.out:
         directory = os.path.dirname(args.out)
