@@ -16,6 +16,16 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 
+_COLORS = {}
+
+
+def _color(variant):
+    """One colour per variant name in every figure of a report (tab20, in order of first use)."""
+    if variant not in _COLORS:
+        _COLORS[variant] = plt.cm.tab20(len(_COLORS) % 20)
+    return _COLORS[variant]
+
+
 def _save(fig, path, rect=(0, 0, 1, 1)):
     """tight_layout inside rect (room for a figure legend below), write the PNG, free the figure."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -42,7 +52,8 @@ def gelu_throughput(results, plots_dir):
             cols = 3
             nrows = (len(panels) + cols - 1) // cols
             fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 3.6 * nrows), squeeze=False)
-            colors = {v: plt.cm.tab10(i % 10) for i, v in enumerate(variants)}
+            colors = {v: _color(v) for v in variants}
+            has_memcpy = any(k[2] == "memcpy" for k in rows)
             for p_index, panel in enumerate(panels):
                 ax = axes[p_index // cols][p_index % cols]
                 forms = sorted({k[1][2] for k in rows if k[1][:2] == panel})
@@ -67,10 +78,12 @@ def gelu_throughput(results, plots_dir):
             for p_index in range(len(panels), nrows * cols):
                 axes[p_index // cols][p_index % cols].axis("off")
             handles = [Patch(color=colors[v], label=v) for v in variants]
-            handles.append(Line2D([0], [0], color="black", linestyle="--", label="memcpy"))
+            if has_memcpy:
+                handles.append(Line2D([0], [0], color="black", linestyle="--", label="memcpy (x -> y)"))
             fig.legend(handles=handles, loc="lower center", ncol=min(8, len(handles)), fontsize=8)
-            fig.suptitle(f"GELU throughput per schedule, N = {n}, {threads} thread(s) "
-                         "(GB/s of bytes read + written; dashed: memcpy of the same bytes)")
+            fig.suptitle(f"GELU throughput per schedule, N = {n}, {threads} thread(s) (GB/s of bytes read + written"
+                         + ("; dashed: memcpy of one tensor into another, the rate a memory-bound kernel can reach)"
+                            if has_memcpy else ")"))
             path = os.path.join(plots_dir, f"gelu_throughput_N{n}_t{threads}.png")
             _save(fig, path, rect=(0, 0.06, 1, 0.95))
             out.append((f"GELU throughput, N = {n}, {threads} thread(s)", path))
@@ -126,7 +139,7 @@ def ffn_vs_peak(ffn, context, plots_dir):
 
         dtypes = sorted({k[1][0] for k in rows})
         variants = sorted({k[2] for k in rows})
-        colors = {v: plt.cm.tab10(i % 10) for i, v in enumerate(variants)}
+        colors = {v: _color(v) for v in variants}
         peak = context.get(f"fma_peak_gflops_threads:{threads}")
         fig, axes = plt.subplots(len(dtypes), 1, figsize=(11, 4 * len(dtypes)), squeeze=False)
         for d_index, dtype in enumerate(dtypes):
@@ -152,7 +165,8 @@ def ffn_vs_peak(ffn, context, plots_dir):
         handles = [Patch(color=colors[v], label=v) for v in variants]
         if peak:
             handles.append(Line2D([0], [0], color="black", linestyle="--",
-                                  label=f"float32 FMA peak {float(peak):.0f} GFLOP/s ({context.get('fma_peak_isa', '?')})"))
+                                  label=f"float32 FMA peak {float(peak):.0f} GFLOP/s ({context.get('fma_peak_isa', '?')}; "
+                                        "bf16 dot products and AMX tiles can exceed it)"))
         fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8)
         path = os.path.join(plots_dir, f"ffn_gflops_t{threads}.png")
         _save(fig, path, rect=(0, 0.08, 1, 1))

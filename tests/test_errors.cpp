@@ -115,6 +115,13 @@ TEST_F(Errors, BadScale) {
     GeluOptions largest;
     largest.scale = kGeluMaxScale;
     EXPECT_NO_THROW(gelu_forward(va, vb, largest));
+    // The float32 formulation: at most 8.
+    GeluOptions fast;
+    fast.math = Math::Fast;
+    fast.scale = 16.0f;
+    expect_error([&] { gelu_forward(va, vb, fast); }, ErrorCode::InvalidArgument, "at most 8 with Math::Fast");
+    fast.scale = kGeluMaxScaleFast;
+    EXPECT_NO_THROW(gelu_forward(va, vb, fast));
     GeluOptions tanh_scaled;
     tanh_scaled.form = Form::Tanh;
     tanh_scaled.scale = 2.0f;

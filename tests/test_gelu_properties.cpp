@@ -151,5 +151,59 @@ TEST(KernelProperties, ScaledForm) {
     EXPECT_NEAR(forward_f32(0.5f, huge), 0.25f, 3e-5f);  // towards the x/2 limit (0.25 + 2.4e-5)
 }
 
+TEST(KernelProperties, GradientTailTimesLargeDy) {
+    // dx = dy * GELU'(x) far in the negative tail: GELU'(x) is tiny (1e-80 and below) but a
+    // large dy makes the product a normal or subnormal float32, so the float64 kernels must
+    // evaluate GELU' beyond the range where the forward value has already underflowed
+    // (gelu_math.h: erf gradient to |x/s| = 20, tanh to x = -14, sigmoid to x = -120). Accurate
+    // math, float32 and bfloat16 storage (bf16 holds dy up to 3.4e38 as well), the backward
+    // bound of the contract (2 ULP float32, 1 ULP bf16); outside every root window.
+    struct Range {
+        Form form;
+        float s, lo, hi;
+    };
+    const Range ranges[] = {{Form::Erf, 1.0f, -23.0f, -12.0f}, {Form::Erf, 3.0f, -66.0f, -36.0f},
+                            {Form::Tanh, 1.0f, -17.0f, -9.0f}, {Form::Sigmoid, 1.0f, -130.0f, -50.0f}};
+    const double dys[] = {1e3, -7.5e15, 1e30, 3.0e38, -3.0e38};
+    for (DType dt : {DType::F32, DType::BF16}) {
+        for (const Range &r : ranges) {
+            GeluOptions o;
+            o.form = r.form;
+            o.scale = r.s;
+            std::vector<uint32_t> xs, dys_bits;
+            std::vector<double> xd, dyd;
+            for (int i = 0; i <= 400; i++) {
+                for (double dy : dys) {
+                    uint32_t xb = to_bits(r.lo + (r.hi - r.lo) * i / 400.0, dt);
+                    uint32_t db = to_bits(dy, dt);
+                    xs.push_back(xb);
+                    dys_bits.push_back(db);
+                    xd.push_back(bits_to_double(xb, dt));
+                    dyd.push_back(bits_to_double(db, dt));
+                }
+            }
+            std::vector<uint32_t> got = run_backward(xs, dys_bits, dt, o);
+            int64_t worst = 0;
+            size_t nonzero = 0;
+            for (size_t i = 0; i < xs.size(); i++) {
+                RefValue g = gelu_grad_ref(r.form, xd[i], r.s);
+                uint32_t want = round_to_bits({dyd[i] * g.hi, dyd[i] * g.lo}, dt);
+                int64_t d = ulp_distance(got[i], want, dt);
+                if (d > worst) {
+                    worst = d;
+                }
+                EXPECT_LE(d, dt == DType::F32 ? 2 : 1)
+                    << dtype_name(dt) << " " << form_name(r.form) << " s=" << r.s << " x=" << xd[i]
+                    << " dy=" << dyd[i] << " got bits 0x" << std::hex << got[i] << " want 0x" << want;
+                if (bits_to_double(want, dt) != 0) {
+                    nonzero++;
+                }
+            }
+            // The check has teeth: a good share of the expected products are nonzero numbers (not +-0).
+            EXPECT_GT(nonzero, xs.size() / 4) << dtype_name(dt) << " " << form_name(r.form);
+        }
+    }
+}
+
 }  // namespace
 }  // namespace gelukit::test

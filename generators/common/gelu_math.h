@@ -137,7 +137,8 @@ inline Halide::Expr reciprocal(const Halide::Expr &d, const Halide::Type &t) {
 // Gradient: d/dx = Phi(z) + z phi(z).
 //  Accurate (t = f64): M error 2.2e-10, exp 2e-13 -> results rounded once to float32.
 //  Fast (t = f32): ~3-4 float32 ULP (exp, Mills polynomial and s each contribute ~1 ULP).
-// Valid for every finite x; for |z| > 15 the tail term is exactly 0 (it underflows float32).
+// Valid for every finite x; for |z| > 15 the forward tail term is exactly 0 (it underflows
+// float32), for the float64 gradient beyond |z| > 20 (see tlim).
 inline Halide::Expr gelu_erf(const Halide::Expr &x, const Halide::Expr &inv_s, bool gradient,
                              const Halide::Type &t) {
     using namespace Halide;
@@ -145,9 +146,16 @@ inline Halide::Expr gelu_erf(const Halide::Expr &x, const Halide::Expr &inv_s, b
     const double tmax = coeffs::kMillsTMax;
     const double inv_sqrt_2pi = 0.398942280401432677940;
 
-    Expr z = x * inv_s;
-    Expr t_abs = min(abs(z), k(t, tmax));  // clamp: also keeps NaN/inf out of the polynomial
     bool f64 = t.bits() == 64;
+    // Where the result stops being representable. The forward tail |x| Q(t) is below half the
+    // smallest float32 subnormal beyond t = 15 (for s <= 4096, gelukit/gelu.h). The gradient
+    // is multiplied by dy afterwards, and |dy| can reach 3.4e38: t phi(t) * 3.4e38 stays above
+    // 0.7e-45 up to t ~ 19.5, so the float64 gradient is evaluated up to t = 20 (beyond it
+    // even dy = FLT_MAX gives a product below half the smallest subnormal). The float32 path
+    // cannot represent phi(t) there at all (it underflows near t = 14): fast kernels keep 15.
+    const double tlim = (gradient && f64) ? 20.0 : tmax;
+    Expr z = x * inv_s;
+    Expr t_abs = min(abs(z), k(t, tlim));  // clamp: also keeps NaN/inf out of the polynomial
 
     // a = t^2/2. In float64, t (a float32 times a double scale) squared has relative error
     // 2^-53: |error| <= 112 * 2^-53, negligible. In float32 t^2 must not be rounded (a rounding
@@ -167,7 +175,17 @@ inline Halide::Expr gelu_erf(const Halide::Expr &x, const Halide::Expr &inv_s, b
     Expr s = k(t, coeffs::kMillsShift) * detail::reciprocal(k(t, coeffs::kMillsShift) + t_abs, t);
     Expr mills = f64 ? s * detail::horner(s, coeffs::kMillsAccurate, 12, t)
                      : s * detail::horner(s, coeffs::kMillsFast, 10, t);
-    Expr beyond = abs(z) > k(t, tmax);  // false for NaN; NaN is handled by the caller
+    if (tlim > tmax) {
+        // Beyond the fit (t in (15, 20], float64 gradient only): the asymptotic series
+        // M(t) = (1/t)(1 - 1/t^2 + 3/t^4 - 15/t^6 + 105/t^8 - 945/t^10) (Abramowitz & Stegun
+        // 26.2.12); the first omitted term, 10395/t^12, is 8e-11 relative at t = 15, below the
+        // fit's 2.2e-10. In w = phi(t)(M - t) the error of M is divided by t^2 >= 225 again.
+        const double asym[] = {1.0, -1.0, 3.0, -15.0, 105.0, -945.0};
+        Expr u = detail::reciprocal(max(t_abs, k(t, tmax)), t);  // (t >= 15: no 1/0 in unused lanes)
+        Expr mills_tail = u * detail::horner(u * u, asym, 6, t);
+        mills = select(t_abs > k(t, tmax), mills_tail, mills);
+    }
+    Expr beyond = abs(z) > k(t, tlim);  // false for NaN; NaN is handled by the caller
     Expr positive = z >= k(t, 0.0);
 
     if (!gradient) {
@@ -207,8 +225,15 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     const double sqrt_2_over_pi = 0.797884560802865355880;
     const double c1 = 2.0 * sqrt_2_over_pi;
     const double c3 = 2.0 * sqrt_2_over_pi * 0.044715;
-    const double lim = form == GeluForm::Tanh ? 12.0 : 70.0;  // v(12) = 142, v(70) = 119
     bool f64 = t.bits() == 64;
+    // Forward: v(12) = 142 (tanh), v(70) = 119 (sigmoid): |x| e^{-|v|} < 1e-50 beyond, far
+    // below float32's smallest subnormal. The gradient is multiplied by dy (up to 3.4e38), so
+    // its float64 evaluation needs |x v'(x)| e^{-|v|} < 2e-84 beyond the clamp: tanh at
+    // x = 14 (v = 218: 610 * 2.6e-95), sigmoid at x = 120 (v = 204: 204 * 2.5e-89). The float32
+    // path keeps the forward limits (its 2^-n scaling holds n <= 252, and e^{-|v|} underflows
+    // float32 long before).
+    const bool wide = gradient && f64;
+    const double lim = form == GeluForm::Tanh ? (wide ? 14.0 : 12.0) : (wide ? 120.0 : 70.0);
 
     Expr xc = clamp(x, k(t, -lim), k(t, lim));
     Expr v, dv;
@@ -243,7 +268,8 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     Expr g_pos = inv + xc * dv * ev * inv * inv;
     Expr core = e.mant * inv * (k(t, 1.0) + xc * dv * inv);
     Expr g_neg = detail::ldexp_neg(core, e.n, t);
-    return select(positive, g_pos, g_neg);
+    // Beyond -lim the gradient is negligible even times FLT_MAX (see lim): -0, the limit's sign.
+    return select(positive, g_pos, below, k(t, -0.0), g_neg);
 }
 
 // Special values, classified on the storage type's own bit pattern: immune to fast-math's

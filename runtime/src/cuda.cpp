@@ -308,13 +308,17 @@ void validate_call(const std::string &fn, const std::vector<Operand> &ops, const
             }
         }
     }
-    // s in [FLT_MIN, 4096]: below FLT_MIN 1/s overflows float32 (the fast kernels); above 4096
-    // the Phi tail beyond the Mills fit's t <= 15 is no longer negligible (gelukit/gelu.h).
-    if (!(std::isfinite(o.scale) && o.scale >= kGeluMinScale && o.scale <= kGeluMaxScale)) {
+    // s in [FLT_MIN, 4096] (FLT_MIN, 8] for the float32 formulation): below FLT_MIN 1/s overflows
+    // float32; above the maximum the Phi tail beyond the Mills fit is no longer negligible
+    // (gelukit/gelu.h has the numbers).
+    const bool fast = true;  // every CUDA kernel uses the float32 formulation (README, CUDA)
+    const float max_scale = fast ? kGeluMaxScaleFast : kGeluMaxScale;
+    if (!(std::isfinite(o.scale) && o.scale >= kGeluMinScale && o.scale <= max_scale)) {
         char buf[64];
         std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(o.scale));
-        throw Error(ErrorCode::InvalidArgument, fn + "scale s = " + buf +
-                                                    " must be finite and > 0, at least 1.17549435e-38 and at most 4096");
+        throw Error(ErrorCode::InvalidArgument,
+                    fn + ": scale s = " + buf + " must be finite and > 0, at least 1.17549435e-38 and at most " +
+                        (fast ? "8 with Math::Fast (the float32 formulation)" : "4096"));
     }
     if (o.form != Form::Erf && o.scale != 1.0f) {
         throw Error(ErrorCode::InvalidArgument, fn + ": scale is defined for Form::Erf only (got form " +

@@ -4,7 +4,7 @@
 //   Form::Erf      GELU(x) = x * Phi(x / s),  Phi(x) = 0.5 * erfc(-x / sqrt(2)); s = 1 is the
 //                  standard ("exact") GELU of BERT, PyTorch approximate="none", HF "gelu".
 //                  s > 0 gives the scaled family (s -> 0: ReLU, s -> inf: x/2); gelukit
-//                  accepts s in [2^-126, 4096] (see scale below).
+//                  accepts s in [2^-126, 4096] ([2^-126, 8] with Math::Fast; see scale below).
 //   Form::Tanh     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (paper Sec. 2; GPT-2,
 //                  PyTorch approximate="tanh", HF "gelu_new"/"gelu_pytorch_tanh"/"gelu_fast").
 //   Form::Sigmoid  x * sigmoid(1.702 x)  (paper Sec. 2; "QuickGELU" of CLIP, HF "quick_gelu").
@@ -24,11 +24,14 @@
 // output and each input must not intersect (a conservative check: interleaved but disjoint
 // views of one buffer, e.g. even and odd columns, are rejected too; copy one of them first).
 // scale: Form::Erf only; finite, a normal float (>= 1.17549435e-38, 1/s must not overflow) and
-// at most 4096 (kGeluMaxScale). Why the upper bound: the kernels evaluate Phi's tail through a
-// Mills-ratio fit on t = |x/s| <= 15 and return -0 beyond, where x Phi(x/s) is below float32's
-// smallest subnormal as long as |x| Phi(-15) = 15 s * 3.67e-51 < 0.7e-45, i.e. s < ~1.27e4. For
-// larger s the true value can be a representable float (found by the fuzz target: s = 2.1e35,
-// x = -3.5e38 gave -0 for -1.5e-24), so such scales are refused rather than answered wrongly.
+// at most 4096 (kGeluMaxScale), or 8 with Math::Fast and on CUDA (kGeluMaxScaleFast). Why the
+// upper bounds: the kernels evaluate Phi's tail through a Mills-ratio fit on t = |x/s| <= 15 and
+// return -0 beyond, where x Phi(x/s) is below float32's smallest subnormal as long as
+// |x| Phi(-15) = 15 s * 3.67e-51 < 0.7e-45, i.e. s < ~1.27e4. For larger s the true value can be
+// a representable float (found by the fuzz target: s = 2.1e35, x = -3.47e36 gave -0 for
+// -1.5e-24). The float32 formulation already returns 0 where its result falls below ~1.7e-42
+// (t > 14.4); the error that costs grows with s and passes the fast kernels' 8-ULP bound near
+// s = 15. Such scales are refused rather than answered wrongly.
 // Threads: kernels run on Halide's thread pool; see gelukit/runtime.h.
 // Errors: every bad argument throws gelukit::Error (see error.h); nothing aborts.
 #pragma once
@@ -50,6 +53,7 @@ enum class Schedule { Naive, Hand, Adams2019 };
 // Range of GeluOptions::scale (see "scale" above).
 constexpr float kGeluMinScale = 1.17549435e-38f;  // FLT_MIN
 constexpr float kGeluMaxScale = 4096.0f;
+constexpr float kGeluMaxScaleFast = 8.0f;  // Math::Fast and every CUDA kernel
 
 struct GeluOptions {
     Form form = Form::Erf;
