@@ -251,7 +251,7 @@ void add_ffn_context(int max_threads) {
 void register_ffn_benchmarks(int threads) {
     for (const Workload &w : workloads()) {
         for (DType dt : {DType::F32, DType::BF16}) {
-            for (Schedule s : {Schedule::Hand, Schedule::Adams2019, Schedule::Naive}) {
+            for (Schedule s : {Schedule::Hand, Schedule::Tuned, Schedule::Adams2019, Schedule::Naive}) {
                 // The scalar naive schedule only on the smallest workload (seconds per call else).
                 if (!built(w.kind, dt, w.form, s) || (s == Schedule::Naive && (w.M > 16 || threads > 1))) {
                     continue;

@@ -11,6 +11,7 @@
 //   sched  = naive | hand                  ignored when an autoscheduler is set (adams2019) and on
 //                                          GPU targets (schedule_gpu)
 //   m_block                                token rows per parallel task (hand schedule)
+//   avx512_tile_rows                       rows of the AVX-512 register tile, 0 = default (8)
 //
 // Arguments (Halide dimension order: innermost first):
 //   h      (k, m)            activations, M x d_model row-major
@@ -107,6 +108,11 @@ public:
     // one task in L2 (32 x 3072 x 4 B = 384 KiB of the 2 MiB Sapphire Rapids L2) and give
     // 16 tasks at M = 512, enough to balance 2-16 cores.
     GeneratorParam<int> m_block{"m_block", 32, 1, 4096};
+    // Token rows of the AVX-512 register tile (tile_rows): 0 = the reasoned default (8; 4 for
+    // the gated kinds). 1-9: 9 rows x 3 accumulators + 3 weights + 1 broadcast = 31 of the 32
+    // zmm registers is the most that fits. Targets with fewer or narrower registers (AVX2,
+    // SSE4.1, NEON) keep their default: their one-or-two-row tiles are already at the limit.
+    GeneratorParam<int> avx512_tile_rows{"avx512_tile_rows", 0, 0, 9};
 
     Input<Buffer<>> *h = nullptr;
     Input<Buffer<>> *w1 = nullptr;
@@ -319,6 +325,9 @@ private:
         const Target &t = get_target();
         const int lanes = natural_vector_size(Float(32));
         int mr = t.arch == Target::ARM ? 1 : lanes >= 16 ? 8 : lanes == 8 ? 2 : 1;
+        if (t.arch != Target::ARM && lanes >= 16 && avx512_tile_rows > 0) {
+            mr = avx512_tile_rows;  // a tuned value (generators/schedules/)
+        }
         if (two_accumulator_sets) {
             mr = std::max(1, mr / 2);
         }

@@ -7,6 +7,7 @@
 //                                    fast: float32 internals (a few float32 ULP)
 //   sched  = naive | hand            ignored when an autoscheduler is set (adams2019 builds)
 //   vector_multiple, parallel_grain  knobs of the hand schedule (see schedule_cpu)
+//   gpu_block                        threads per block of the GPU schedule (schedule_gpu)
 // Buffer element types come from PARAMS x.type=..., y.type=... (float32, float16, bfloat16).
 //
 // Tensors are 4-D (the runtime maps rank 1-4 onto 4-D with unit extents). Strides are arbitrary
@@ -41,6 +42,8 @@ public:
     // Elements per parallel task: large enough (tens of microseconds) to amortise Halide's
     // thread-pool dispatch, small enough to balance 512x3072 activations over a few cores.
     GeneratorParam<int> parallel_grain{"parallel_grain", 16384, 256, 1 << 24};
+    // Threads per block of the GPU schedule (schedule_gpu; 32-1024, a multiple of the warp).
+    GeneratorParam<int> gpu_block{"gpu_block", 256, 32, 1024};
 
 protected:
     Var d0{"d0"}, d1{"d1"}, d2{"d2"}, d3{"d3"};
@@ -94,7 +97,7 @@ protected:
     }
 
     void schedule_gpu(Func out) {
-        // One element per thread, 256 threads (8 warps) per block along the innermost dimension,
+        // One element per thread, gpu_block (default 256: 8 warps) threads per block along the innermost dimension,
         // the tail guarded (GuardWithIf: threads past the extent store nothing). GELU is
         // memory-bound (8-12 bytes and ~60 float32 ops per element), so the block only has to
         // keep enough loads in flight: 8 blocks of 256 fill the 2048 thread slots of an sm_80 /
@@ -106,8 +109,11 @@ protected:
         // blocks, which a [100000, 768] view with a padded row stride (d1 = 100000) would exceed;
         // grid x allows 2^31 - 1. The cost is one integer division per thread to recover
         // (block, row, d2, d3), small next to the GELU itself.
+        if (gpu_block % 32 != 0) {
+            throw std::invalid_argument("gelu: gpu_block must be a multiple of the warp size (32)");
+        }
         Var bx{"bx"}, tx{"tx"}, b{"b"};
-        out.split(d0, bx, tx, 256, TailStrategy::GuardWithIf)
+        out.split(d0, bx, tx, gpu_block, TailStrategy::GuardWithIf)
             .fuse(bx, d1, b)
             .fuse(b, d2, b)
             .fuse(b, d3, b)

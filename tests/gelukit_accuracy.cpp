@@ -41,8 +41,8 @@ int main(int argc, char **argv) {
     app.add_option("--direction", direction, "forward | backward")->check(CLI::IsMember({"forward", "backward"}));
     app.add_option("--dtype", dtype, "f32 | bf16 | f16")->check(CLI::IsMember({"f32", "bf16", "f16"}));
     app.add_option("--math", math, "acc | fast")->check(CLI::IsMember({"acc", "fast"}));
-    app.add_option("--schedule", schedule, "naive | hand | adams2019")
-        ->check(CLI::IsMember({"naive", "hand", "adams2019"}));
+    app.add_option("--schedule", schedule, "naive | hand | adams2019 | tuned")
+        ->check(CLI::IsMember({"naive", "hand", "adams2019", "tuned"}));
     app.add_flag("--exhaustive", exhaustive, "every input: 2^32 for f32, 2^16 for bf16/f16");
     app.add_option("--samples", samples, "number of lattice samples over the f32 bit space");
     app.add_option("--threads", threads, "threads for the kernel and the reference")->check(CLI::PositiveNumber);
@@ -61,6 +61,7 @@ int main(int argc, char **argv) {
         cfg.options.math = math == "acc" ? Math::Accurate : Math::Fast;
         cfg.options.schedule = schedule == "naive" ? Schedule::Naive
                                : schedule == "hand" ? Schedule::Hand
+                               : schedule == "tuned" ? Schedule::Tuned
                                                     : Schedule::Adams2019;
         cfg.options.scale = scale;
         cfg.threads = threads;

@@ -36,7 +36,7 @@ DType dtype_of(const char *s) {
 }
 Schedule schedule_of(const char *s) {
     const std::string k = s;
-    return k == "naive" ? Schedule::Naive : k == "hand" ? Schedule::Hand : Schedule::Adams2019;
+    return k == "naive" ? Schedule::Naive : k == "hand" ? Schedule::Hand : k == "tuned" ? Schedule::Tuned : Schedule::Adams2019;
 }
 
 const std::vector<FfnEntry> &registry() {

@@ -32,7 +32,7 @@ constexpr DType kDType_f32 = DType::F32, kDType_bf16 = DType::BF16, kDType_f16 =
 constexpr Form kForm_erf = Form::Erf, kForm_tanh = Form::Tanh, kForm_sigmoid = Form::Sigmoid;
 constexpr Math kMath_acc = Math::Accurate, kMath_fast = Math::Fast;
 constexpr Schedule kSched_naive = Schedule::Naive, kSched_hand = Schedule::Hand,
-                   kSched_adams2019 = Schedule::Adams2019;
+                   kSched_adams2019 = Schedule::Adams2019, kSched_tuned = Schedule::Tuned;
 
 const std::vector<KernelEntry> &registry() {
     static const std::vector<KernelEntry> entries = {
@@ -430,6 +430,8 @@ const char *schedule_name(Schedule sched) {
         return "hand";
     case Schedule::Adams2019:
         return "adams2019";
+    case Schedule::Tuned:
+        return "tuned";
     }
     return "invalid-schedule";
 }

@@ -43,6 +43,7 @@
 // that is not built; TooLarge for d_model or d_ff > 44,739,242 (int32 strides of the packed
 // panels), M or a row stride > 2^31 - 1, or an allocation that fails. Nothing aborts.
 // Schedules: Hand for every kind, form and dtype; Naive for Ffn and LinearGelu, Adams2019 for
+// LinearGelu, Tuned (the hand schedule with gelukit_tune's knobs, see gelu.h) for Ffn and
 // LinearGelu, with f32 and Form::Erf (ffn_kernels() lists what is built; others throw
 // Unsupported). The Adams2019 kernel is tuned for BERT-base sizes (M ~512, 768 -> 3072); a
 // problem whose tiles would read outside the weights throws Unsupported (use Hand).

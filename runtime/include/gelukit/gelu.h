@@ -47,8 +47,11 @@ enum class Form { Erf, Tanh, Sigmoid };
 enum class Math { Accurate, Fast };
 // naive: scalar, serial loops (the unscheduled algorithm); hand: vectorised at the target's
 // natural width with a masked tail and parallel chunks; adams2019: Halide's Adams2019
-// autoscheduler (unit innermost stride; other views are packed through a dense copy).
-enum class Schedule { Naive, Hand, Adams2019 };
+// autoscheduler (unit innermost stride; other views are packed through a dense copy); tuned:
+// the hand schedule with the knobs gelukit_tune found on the build's machine, read by the
+// build from generators/schedules/<arch>-linux.json (built for the kernels the registry lists
+// in GELUKIT_TUNED_*; without a schedule file they carry the hand schedule's default knobs).
+enum class Schedule { Naive, Hand, Adams2019, Tuned };
 
 // Range of GeluOptions::scale (see "scale" above).
 constexpr float kGeluMinScale = 1.17549435e-38f;  // FLT_MIN
@@ -80,6 +83,6 @@ Form form_from_name(std::string_view name);
 
 const char *form_name(Form form);          // "erf", "tanh", "sigmoid"
 const char *math_name(Math math);          // "acc", "fast"
-const char *schedule_name(Schedule sched);  // "naive", "hand", "adams2019"
+const char *schedule_name(Schedule sched);  // "naive", "hand", "adams2019", "tuned"
 
 }  // namespace gelukit

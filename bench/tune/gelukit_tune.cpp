@@ -1,0 +1,791 @@
+// gelukit_tune: searches the knob space of gelukit's hand schedules on this machine and writes
+// the winners to the schedule file the build reads (cmake/GelukitSchedules.cmake).
+//
+// For each kernel of the build's tuned set (GELUKIT_TUNED_GELU / GELUKIT_TUNED_FFN in
+// cmake/GelukitKernels.cmake, compiled in):
+//   1. the generator (generators/*.cpp, linked into this binary) is JIT-compiled for the host
+//      with the default knobs: the incumbent;
+//   2. candidates: random knob combinations first, then local refinement (one knob moved to a
+//      neighbouring value of the current best), until --trials or --budget-s is used up; plus
+//      Halide's autoschedulers (Adams2019, Mullapudi2016, Li2018) on the same pipeline;
+//   3. every candidate's output is checked against an independent double-precision reference
+//      (tests/support/reference.cpp; the per-kernel ULP bounds of tests/support/tolerances.h
+//      for GELU, a K-scaled bound for the FFN) before it is timed; a wrong candidate is
+//      discarded, never chosen;
+//   4. timing: --repetitions single calls after a warm-up, median; a candidate replaces the
+//      incumbent only if its median is lower AND a one-sided Mann-Whitney U test says its times
+//      are lower with p < --alpha (the VM this was written on varies by ~15% run to run).
+// The file keeps the kernels it already has that were not tuned in this run.
+//
+// JIT code is compiled for the host target (Halide's get_jit_target_from_environment), the
+// most specific sub-target the build's multi-target libraries also dispatch to on this CPU; the
+// knobs are written relative to the target (vector width multiple, elements per task, rows per
+// task, AVX-512 tile rows), so the build applies them to every sub-target of the library.
+// Shipped: the best hand-knob candidate (the `tuned` schedule). An autoscheduler that beats it
+// is reported (its kernels ship as the `adams2019` schedule where built), not shipped as `tuned`.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "Halide.h"
+#include "support/reference.h"
+#include "support/tolerances.h"
+
+namespace {
+
+using Halide::Buffer;
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+using gelukit::DType;
+using gelukit::Form;
+
+[[noreturn]] void fail(const std::string &msg) {
+    std::cerr << "gelukit_tune: error: " << msg << "\n";
+    std::exit(2);
+}
+
+std::vector<std::string> split(const std::string &s, char sep) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, sep)) {
+        if (!item.empty()) {
+            out.push_back(item);
+        }
+    }
+    return out;
+}
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? NAN : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+// One-sided Mann-Whitney U test (Mann & Whitney 1947), normal approximation with the tie
+// correction: p-value of "samples a tend to be smaller than samples b".
+double mann_whitney_p_less(const std::vector<double> &a, const std::vector<double> &b) {
+    struct Obs {
+        double v;
+        int group;
+    };
+    std::vector<Obs> all;
+    for (double v : a) all.push_back({v, 0});
+    for (double v : b) all.push_back({v, 1});
+    std::sort(all.begin(), all.end(), [](const Obs &x, const Obs &y) { return x.v < y.v; });
+    const double n1 = static_cast<double>(a.size()), n2 = static_cast<double>(b.size()), n = n1 + n2;
+    double rank_sum_a = 0, tie_term = 0;
+    for (size_t i = 0; i < all.size();) {
+        size_t j = i;
+        while (j < all.size() && all[j].v == all[i].v) j++;
+        const double avg_rank = 0.5 * static_cast<double>(i + 1 + j);  // ranks i+1 .. j
+        const double t = static_cast<double>(j - i);
+        tie_term += t * t * t - t;
+        for (size_t k = i; k < j; k++) {
+            if (all[k].group == 0) rank_sum_a += avg_rank;
+        }
+        i = j;
+    }
+    const double u_a = rank_sum_a - n1 * (n1 + 1) / 2;  // small when a's values are small
+    const double mean = n1 * n2 / 2;
+    const double var = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)));
+    if (var <= 0) return 1.0;
+    const double z = (u_a - mean + 0.5) / std::sqrt(var);  // continuity correction
+    return 0.5 * std::erfc(-z / std::sqrt(2.0));           // P(Z <= z)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Knob spaces (the GeneratorParams of generators/*.cpp; ranges in cmake/GelukitSchedules.cmake).
+
+struct Knob {
+    std::string name;
+    std::vector<int> values;  // searched values, ascending
+    int default_value;
+};
+
+using Knobs = std::map<std::string, int>;
+
+std::vector<Knob> gelu_knobs() {
+    // vector_multiple: independent vectors per iteration (ILP for the ~40-deep dependent chain);
+    // parallel_grain: elements per parallel task (dispatch overhead vs balance).
+    return {{"vector_multiple", {1, 2, 3, 4, 6, 8}, 1},
+            {"parallel_grain", {2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144}, 16384}};
+}
+
+std::vector<Knob> ffn_knobs() {
+    // m_block: token rows per task (L2 residency of the d_ff intermediate vs task count);
+    // avx512_tile_rows: register tile rows (0 = the default 8).
+    return {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128}, 32}, {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0}};
+}
+
+std::string knobs_label(const Knobs &k) {
+    std::string s;
+    for (const auto &[n, v] : k) s += (s.empty() ? "" : " ") + n + "=" + std::to_string(v);
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workloads: bind a built generator's inputs, run it, check the output.
+
+struct Workload {
+    virtual ~Workload() = default;
+    virtual std::string generator() const = 0;
+    virtual std::map<std::string, std::string> fixed_params() const = 0;
+    virtual std::string describe() const = 0;
+    virtual void bind(Halide::Internal::AbstractGenerator &g) = 0;
+    virtual Halide::Realization outputs() = 0;
+    // Empty string: correct; else what was wrong.
+    virtual std::string check() = 0;
+};
+
+const char *halide_type_name(DType dt) {
+    return dt == DType::F32 ? "float32" : dt == DType::BF16 ? "bfloat16" : "float16";
+}
+
+Halide::Type halide_type(DType dt) {
+    return dt == DType::F32 ? Halide::Float(32) : dt == DType::BF16 ? Halide::BFloat(16) : Halide::Float(16);
+}
+
+uint32_t load_bits(const Buffer<> &b, size_t i, DType dt) {
+    if (dt == DType::F32) return reinterpret_cast<const uint32_t *>(b.data())[i];
+    return reinterpret_cast<const uint16_t *>(b.data())[i];
+}
+
+void store_bits(Buffer<> &b, size_t i, uint32_t v, DType dt) {
+    if (dt == DType::F32) {
+        reinterpret_cast<uint32_t *>(b.data())[i] = v;
+    } else {
+        reinterpret_cast<uint16_t *>(b.data())[i] = static_cast<uint16_t>(v);
+    }
+}
+
+struct GeluWorkload final : Workload {
+    bool backward;
+    DType dt;
+    Form form;
+    gelukit::Math math;
+    int64_t n;
+    Buffer<> x, dy, out;
+
+    GeluWorkload(bool bwd, DType d, Form f, gelukit::Math m, int64_t elems, uint32_t seed)
+        : backward(bwd), dt(d), form(f), math(m), n(elems) {
+        // 4-D like the generators' buffers (the runtime maps rank 1-4 onto 4-D). Values: normal
+        // activations (sd 3: both tails and the root window of GELU') plus every 997th element
+        // from a wide range, so the check covers the far tails too.
+        const Halide::Type t = halide_type(dt);
+        x = Buffer<>(t, {static_cast<int>(n), 1, 1, 1});
+        dy = Buffer<>(t, {static_cast<int>(n), 1, 1, 1});
+        out = Buffer<>(t, {static_cast<int>(n), 1, 1, 1});
+        std::mt19937 rng(seed);
+        std::normal_distribution<double> act(0.0, 3.0);
+        std::uniform_real_distribution<double> wide(-60.0, 60.0), grad(-2.0, 2.0);
+        for (int64_t i = 0; i < n; i++) {
+            const double v = (i % 997 == 0) ? wide(rng) : act(rng);
+            store_bits(x, i, gelukit::test::round_to_bits({v, 0}, dt), dt);
+            store_bits(dy, i, gelukit::test::round_to_bits({grad(rng), 0}, dt), dt);
+        }
+    }
+    std::string generator() const override {
+        return backward ? "gelu_backward" : "gelu_forward";
+    }
+    std::map<std::string, std::string> fixed_params() const override {
+        const char *form_param = form == Form::Erf ? "erf" : form == Form::Tanh ? "tanh" : "sigmoid";
+        std::map<std::string, std::string> p = {{"form", form_param},
+                                                {"math", math == gelukit::Math::Accurate ? "acc" : "fast"},
+                                                {"x.type", halide_type_name(dt)}};
+        if (backward) {
+            p["dy.type"] = p["dx.type"] = halide_type_name(dt);
+        } else {
+            p["y.type"] = halide_type_name(dt);
+        }
+        return p;
+    }
+    std::string describe() const override {
+        return "N=" + std::to_string(n);
+    }
+    void bind(Halide::Internal::AbstractGenerator &g) override {
+        g.input_parameter("x")[0].set_buffer(x);
+        if (backward) g.input_parameter("dy")[0].set_buffer(dy);
+        g.input_parameter("scale")[0].set_scalar<float>(1.0f);
+    }
+    Halide::Realization outputs() override {
+        return Halide::Realization({out});
+    }
+    std::string check() override {
+        const gelukit::Direction dir = backward ? gelukit::Direction::Backward : gelukit::Direction::Forward;
+        const int64_t tol = gelukit::test::ulp_tolerance(math, dir, dt, form);
+        const double root = gelukit::test::grad_root(form);
+        for (int64_t i = 0; i < n; i++) {
+            const double xv = gelukit::test::bits_to_double(load_bits(x, i, dt), dt);
+            const uint32_t got = load_bits(out, i, dt);
+            uint32_t want;
+            if (backward) {
+                if (dt == DType::F32 && std::fabs(xv - root) < 0.01) continue;  // absolute-error window
+                const double d = gelukit::test::bits_to_double(load_bits(dy, i, dt), dt);
+                const gelukit::test::RefValue gr = gelukit::test::gelu_grad_ref(form, xv);
+                want = gelukit::test::round_to_bits({d * gr.hi, d * gr.lo}, dt);
+            } else {
+                want = gelukit::test::round_to_bits(gelukit::test::gelu_ref(form, xv), dt);
+            }
+            const int64_t e = gelukit::test::ulp_distance(got, want, dt);
+            if (e > tol) {
+                char buf[160];
+                std::snprintf(buf, sizeof(buf), "x=%.9g: %lld ULP from the reference (bound %lld)", xv,
+                              static_cast<long long>(e), static_cast<long long>(tol));
+                return buf;
+            }
+        }
+        return "";
+    }
+};
+
+// FFN workloads, float32, exact GELU: h [M][d_model] row-major, weights in nn.Linear layout
+// packed into the generator's panels (generators/common/ffn_layout.h: kPanel = 48).
+struct FfnWorkload final : Workload {
+    static constexpr int kPanel = 48;
+    bool whole_ffn;  // ffn (two GEMMs) or linear_gelu
+    int m, d_model, d_ff;
+    std::vector<float> h, w1, b1, w2, b2;  // PyTorch layouts
+    Buffer<float> hb, w1p, b1p, w2p, b2p, out;
+    std::vector<double> ref, bound;
+
+    static int panels(int n) {
+        return (n + kPanel - 1) / kPanel;
+    }
+    // packed[po][ko][pi][0] = W[po*kPanel + pi][ko]; Halide dims (kk, pi, ko, po).
+    static Buffer<float> pack(const std::vector<float> &w, int n_out, int k_in, int k_pad) {
+        Buffer<float> p(1, kPanel, k_pad, panels(n_out));
+        p.fill(0.0f);
+        for (int o = 0; o < n_out; o++) {
+            for (int k = 0; k < k_in; k++) p(0, o % kPanel, k, o / kPanel) = w[size_t(o) * k_in + k];
+        }
+        return p;
+    }
+    static Buffer<float> pack_bias(const std::vector<float> &b) {
+        Buffer<float> p(kPanel, panels(static_cast<int>(b.size())));
+        p.fill(0.0f);
+        for (size_t i = 0; i < b.size(); i++) p(int(i % kPanel), int(i / kPanel)) = b[i];
+        return p;
+    }
+
+    FfnWorkload(bool ffn, int m_, int dm, int dff, uint32_t seed) : whole_ffn(ffn), m(m_), d_model(dm), d_ff(dff) {
+        std::mt19937 rng(seed);
+        // BERT-like scales: LayerNorm-ed activations ~N(0,1), weights ~N(0, 0.02) (BERT's init).
+        std::normal_distribution<float> act(0.0f, 1.0f), wgt(0.0f, 0.02f);
+        auto fill = [&](std::vector<float> &v, size_t count, std::normal_distribution<float> &d) {
+            v.resize(count);
+            for (float &e : v) e = d(rng);
+        };
+        fill(h, size_t(m) * d_model, act);
+        fill(w1, size_t(d_ff) * d_model, wgt);
+        fill(b1, d_ff, wgt);
+        fill(w2, size_t(d_model) * d_ff, wgt);
+        fill(b2, d_model, wgt);
+        hb = Buffer<float>(d_model, m);
+        std::copy(h.begin(), h.end(), hb.data());
+        w1p = pack(w1, d_ff, d_model, d_model);
+        b1p = pack_bias(b1);
+        w2p = pack(w2, d_model, d_ff, panels(d_ff) * kPanel);
+        b2p = pack_bias(b2);
+        out = ffn ? Buffer<float>(d_model, m) : Buffer<float>(d_ff, m);
+        reference();
+    }
+    // Double-precision ground truth and a rigorous per-output error bound for float32
+    // accumulation, K u sum|terms| (Higham, "Accuracy and Stability of Numerical Algorithms",
+    // 2nd ed., eq. 3.5; u = 2^-24), for each GEMM; for the whole FFN the first GEMM's bound
+    // is propagated through |GELU'| <= 1.13 and |W2|, plus the rounding of the activation.
+    void reference() {
+        const double u = std::ldexp(1.0, -24);
+        std::vector<double> a(size_t(m) * d_ff), a_err(size_t(m) * d_ff);
+        for (int r = 0; r < m; r++) {
+            for (int f = 0; f < d_ff; f++) {
+                double z = b1[f], s = std::fabs(b1[f]);
+                for (int k = 0; k < d_model; k++) {
+                    const double t = double(h[size_t(r) * d_model + k]) * w1[size_t(f) * d_model + k];
+                    z += t;
+                    s += std::fabs(t);
+                }
+                const gelukit::test::RefValue g = gelukit::test::gelu_ref(Form::Erf, z);
+                const double act = g.hi + g.lo;  // lo: the reference's correction term (reference.h)
+                a[size_t(r) * d_ff + f] = act;
+                a_err[size_t(r) * d_ff + f] = 1.13 * (d_model + 2) * u * s + u * std::fabs(act);
+            }
+        }
+        if (!whole_ffn) {
+            ref = a;
+            bound = a_err;
+            for (double &b : bound) b = 2 * b + 1e-30;
+            return;
+        }
+        ref.assign(size_t(m) * d_model, 0.0);
+        bound.assign(size_t(m) * d_model, 0.0);
+        for (int r = 0; r < m; r++) {
+            for (int o = 0; o < d_model; o++) {
+                double y = b2[o], s = std::fabs(b2[o]), prop = 0;
+                for (int f = 0; f < d_ff; f++) {
+                    const double w = w2[size_t(o) * d_ff + f];
+                    const double t = a[size_t(r) * d_ff + f] * w;
+                    y += t;
+                    s += std::fabs(t);
+                    prop += a_err[size_t(r) * d_ff + f] * std::fabs(w);
+                }
+                ref[size_t(r) * d_model + o] = y;
+                // x2: slack for the bound's own rounding and the output rounding.
+                bound[size_t(r) * d_model + o] = 2 * ((d_ff + 2) * u * s + prop) + u * std::fabs(y) + 1e-30;
+            }
+        }
+    }
+    std::string generator() const override {
+        return "ffn";
+    }
+    std::map<std::string, std::string> fixed_params() const override {
+        return {{"kind", whole_ffn ? "ffn" : "linear_gelu"}, {"form", "erf"}, {"dtype", "float32"}, {"math", "acc"}};
+    }
+    std::string describe() const override {
+        return "M=" + std::to_string(m) + " d_model=" + std::to_string(d_model) + " d_ff=" + std::to_string(d_ff);
+    }
+    void bind(Halide::Internal::AbstractGenerator &g) override {
+        g.input_parameter("h")[0].set_buffer(hb);
+        g.input_parameter("w1")[0].set_buffer(w1p);
+        g.input_parameter("b1")[0].set_buffer(b1p);
+        if (whole_ffn) {
+            g.input_parameter("w2")[0].set_buffer(w2p);
+            g.input_parameter("b2")[0].set_buffer(b2p);
+            g.input_parameter("residual")[0].set_scalar<bool>(false);
+            g.input_parameter("d_ff")[0].set_scalar<int>(d_ff);
+        }
+    }
+    Halide::Realization outputs() override {
+        return Halide::Realization({out});
+    }
+    std::string check() override {
+        const int cols = whole_ffn ? d_model : d_ff;
+        for (int r = 0; r < m; r++) {
+            for (int c = 0; c < cols; c++) {
+                const size_t i = size_t(r) * cols + c;
+                const double err = std::fabs(double(out(c, r)) - ref[i]);
+                if (!(err <= bound[i])) {
+                    char buf[200];
+                    std::snprintf(buf, sizeof(buf), "out[%d][%d] = %.9g, reference %.9g: error %.3g > bound %.3g", r, c,
+                                  double(out(c, r)), ref[i], err, bound[i]);
+                    return buf;
+                }
+            }
+        }
+        return "";
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Candidates: compile, check, time.
+
+struct Candidate {
+    std::string autoscheduler;  // empty: the hand schedule with `knobs`
+    Knobs knobs;
+    std::string label() const {
+        return autoscheduler.empty() ? "hand " + knobs_label(knobs) : autoscheduler;
+    }
+};
+
+struct Result {
+    Candidate cand;
+    bool ok = false;
+    std::string error;
+    double compile_s = 0;
+    std::vector<double> times_ms;
+    double median_ms = NAN;
+};
+
+struct Options {
+    int repetitions = 15;
+    Halide::Target target;
+    std::map<std::string, std::string> autoscheduler_params;  // e.g. parallelism
+};
+
+Result evaluate(Workload &w, const Candidate &c, const Options &opt) {
+    Result r{c};
+    try {
+        const auto t0 = Clock::now();
+        Halide::AutoschedulerParams asp;
+        if (!c.autoscheduler.empty()) {
+            asp = Halide::AutoschedulerParams(c.autoscheduler, opt.autoscheduler_params);
+        }
+        auto gen = Halide::Internal::GeneratorRegistry::create(w.generator(), Halide::GeneratorContext(opt.target, asp));
+        if (!gen) throw std::runtime_error("generator " + w.generator() + " is not linked in");
+        for (const auto &[k, v] : w.fixed_params()) gen->set_generatorparam_value(k, v);
+        if (c.autoscheduler.empty()) {
+            gen->set_generatorparam_value("sched", "hand");
+            for (const auto &[k, v] : c.knobs) gen->set_generatorparam_value(k, std::to_string(v));
+        }
+        Halide::Pipeline p = gen->build_pipeline();
+        if (!c.autoscheduler.empty()) {
+            p.apply_autoscheduler(opt.target, asp);
+        }
+        w.bind(*gen);
+        Halide::Realization outs = w.outputs();
+        p.realize(outs, opt.target);  // JIT compile + first run
+        r.compile_s = seconds_since(t0);
+        r.error = w.check();
+        if (!r.error.empty()) {
+            r.error = "wrong result: " + r.error;
+            return r;
+        }
+        p.realize(outs, opt.target);  // warm-up
+        for (int i = 0; i < opt.repetitions; i++) {
+            const auto s = Clock::now();
+            p.realize(outs, opt.target);
+            r.times_ms.push_back(seconds_since(s) * 1e3);
+        }
+        r.median_ms = median(r.times_ms);
+        r.ok = true;
+    } catch (const Halide::Error &e) {
+        r.error = std::string("Halide: ") + e.what();
+    } catch (const std::exception &e) {
+        r.error = e.what();
+    }
+    // One line: Halide's messages can span several.
+    std::replace(r.error.begin(), r.error.end(), '\n', ' ');
+    if (r.error.size() > 300) r.error = r.error.substr(0, 300) + "...";
+    return r;
+}
+
+// Progress on stderr: one line rewritten in place, with the ETA from the trials done so far
+// (bounded by the time budget left).
+void progress(const std::string &kernel, int done, int total, double elapsed, double budget, const Result &best) {
+    const int width = 24;
+    const int filled = total > 0 ? std::min(width, done * width / total) : width;
+    const double per_trial = done > 0 ? elapsed / done : 0;
+    const double eta = std::min(per_trial * (total - done), std::max(0.0, budget - elapsed));
+    std::fprintf(stderr, "\r%-22s [%s%s] %3d/%-3d %5.0f s  ETA %4.0f s  best %.3f ms (%s)   ", kernel.c_str(),
+                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done, total, elapsed, eta,
+                 best.median_ms, best.cand.label().c_str());
+    std::fflush(stderr);
+}
+
+struct TuneSettings {
+    int trials = 40;
+    double budget_s = 300;
+    double alpha = 0.05;
+    uint32_t seed = 1;
+    std::vector<std::string> autoschedulers;
+    std::map<std::string, std::vector<int>> restrict_space;  // --space knob=v1,v2
+};
+
+json tune_kernel(const std::string &name, Workload &w, std::vector<Knob> space, const Options &opt,
+                 const TuneSettings &ts) {
+    for (Knob &k : space) {
+        auto it = ts.restrict_space.find(k.name);
+        if (it != ts.restrict_space.end()) k.values = it->second;
+    }
+    std::mt19937 rng(ts.seed);
+    const auto t0 = Clock::now();
+    Knobs defaults;
+    for (const Knob &k : space) defaults[k.name] = k.default_value;
+
+    std::cerr << "gelukit_tune: " << name << " (" << w.describe() << ")\n";
+    Result incumbent = evaluate(w, {"", defaults}, opt);
+    if (!incumbent.ok) fail(name + ": the default schedule failed: " + incumbent.error);
+    const Result default_result = incumbent;
+    std::vector<Result> tried = {incumbent};
+    std::map<Knobs, bool> seen = {{defaults, true}};
+
+    auto random_knobs = [&]() {
+        Knobs k;
+        for (const Knob &kn : space) k[kn.name] = kn.values[rng() % kn.values.size()];
+        return k;
+    };
+    auto neighbour = [&](const Knobs &base) {
+        Knobs k = base;
+        const Knob &kn = space[rng() % space.size()];
+        auto pos = std::find(kn.values.begin(), kn.values.end(), base.at(kn.name));
+        int i = pos == kn.values.end() ? 0 : int(pos - kn.values.begin());
+        i = std::clamp(i + ((rng() % 2) ? 1 : -1), 0, int(kn.values.size()) - 1);
+        k[kn.name] = kn.values[i];
+        return k;
+    };
+    size_t space_size = 1;
+    for (const Knob &kn : space) space_size *= kn.values.size();
+
+    int done = 1;
+    const int total = ts.trials;
+    int stale = 0;
+    while (done < total && seconds_since(t0) < ts.budget_s && seen.size() < space_size && stale < 200) {
+        // First half random sampling, then refinement around the incumbent.
+        Knobs k = done < total / 2 ? random_knobs() : neighbour(incumbent.cand.knobs);
+        if (seen.count(k)) {
+            stale++;
+            continue;
+        }
+        stale = 0;
+        seen[k] = true;
+        Result r = evaluate(w, {"", k}, opt);
+        done++;
+        if (!r.ok) {
+            std::fprintf(stderr, "\n  %s: discarded: %s\n", r.cand.label().c_str(), r.error.c_str());
+        } else if (r.median_ms < incumbent.median_ms && mann_whitney_p_less(r.times_ms, incumbent.times_ms) < ts.alpha) {
+            incumbent = r;
+        }
+        tried.push_back(r);
+        progress(name, done, total, seconds_since(t0), ts.budget_s, incumbent);
+    }
+    std::fprintf(stderr, "\n");
+
+    json autos = json::array();
+    for (const std::string &as : ts.autoschedulers) {
+        Result r = evaluate(w, {as, {}}, opt);
+        json a = {{"autoscheduler", as}, {"ok", r.ok}};
+        if (r.ok) {
+            a["median_ms"] = r.median_ms;
+            a["p_faster_than_tuned"] = mann_whitney_p_less(r.times_ms, incumbent.times_ms);
+        } else {
+            a["error"] = r.error;
+        }
+        std::fprintf(stderr, "  %-14s %s\n", as.c_str(),
+                     r.ok ? (std::to_string(r.median_ms) + " ms").c_str() : ("failed: " + r.error).c_str());
+        autos.push_back(a);
+    }
+
+    json params = json::object();
+    for (const auto &[k, v] : incumbent.cand.knobs) params[k] = v;
+    json entry = {{"generator", w.generator()},
+                  {"params", params},
+                  {"measured",
+                   {{"workload", w.describe()},
+                    {"default_median_ms", default_result.median_ms},
+                    {"tuned_median_ms", incumbent.median_ms},
+                    {"speedup", default_result.median_ms / incumbent.median_ms},
+                    {"p_value_vs_default", incumbent.cand.knobs == defaults
+                                               ? 1.0
+                                               : mann_whitney_p_less(incumbent.times_ms, default_result.times_ms)},
+                    {"repetitions", opt.repetitions},
+                    {"trials", done},
+                    {"discarded", std::count_if(tried.begin(), tried.end(), [](const Result &r) { return !r.ok; })},
+                    {"seconds", seconds_since(t0)}}},
+                  {"autoschedulers", autos}};
+    return entry;
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            return line.substr(line.find(':') + 2);
+        }
+    }
+    return "unknown";
+}
+
+std::string utc_now() {
+    std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+}
+
+// The existing file's kernels, if it is a valid schedule file for this arch; a corrupt one is
+// moved aside (<file>.corrupt) with a message, never silently merged or lost.
+json load_existing(const std::string &path, const std::string &arch) {
+    if (!std::filesystem::exists(path)) return json::object();
+    std::ifstream in(path);
+    json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    const bool valid = j.is_object() && j.value("format", "") == "gelukit-schedules" && j.value("version", 0) == 1 &&
+                       j.value("arch", "") == arch && j.contains("kernels") && j["kernels"].is_object();
+    if (!valid) {
+        const std::string aside = path + ".corrupt";
+        std::filesystem::rename(path, aside);
+        std::cerr << "gelukit_tune: " << path << " is not a valid version-1 schedule file for " << arch
+                  << "; moved to " << aside << " and starting a new file\n";
+        return json::object();
+    }
+    return j["kernels"];
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    CLI::App app{"gelukit_tune: tune the knobs of gelukit's hand schedules on this machine and write "
+                 "the schedule file the build reads"};
+    std::vector<std::string> kernels;
+    std::string out_path = GELUKIT_SCHEDULE_FILE_DEFAULT;
+    TuneSettings ts;
+    Options opt;
+    int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    int64_t gelu_n = 512 * 3072;
+    int ffn_m = 512, ffn_d_model = 768, ffn_d_ff = 3072;
+    std::string autoschedulers = "Adams2019,Mullapudi2016,Li2018";
+    std::vector<std::string> space_args;
+    bool list = false;
+    app.add_option("--kernel", kernels, "kernel(s) to tune (default: the build's whole tuned set; see --list)");
+    app.add_flag("--list", list, "print the tunable kernels and their knob spaces, then exit");
+    app.add_option("--out", out_path, "schedule file to write (merged with the kernels it already has)");
+    app.add_option("--trials", ts.trials, "candidates per kernel, the default included")->check(CLI::Range(1, 100000));
+    app.add_option("--budget-s", ts.budget_s, "seconds per kernel for the knob search (autoschedulers come after)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--repetitions", opt.repetitions, "timed calls per candidate")->check(CLI::Range(3, 100000));
+    app.add_option("--alpha", ts.alpha, "significance level of the Mann-Whitney test against the incumbent")
+        ->check(CLI::Range(1e-9, 0.5));
+    app.add_option("--threads", threads, "Halide thread pool size (HL_NUM_THREADS)")->check(CLI::Range(1, 1024));
+    app.add_option("--seed", ts.seed, "random seed of the search");
+    app.add_option("--autoschedulers", autoschedulers, "comma-separated, or 'none'");
+    app.add_option("--space", space_args, "restrict a knob's values: knob=v1,v2,... (repeatable)");
+    app.add_option("--gelu-n", gelu_n, "elements of the GELU workload")->check(CLI::Range(int64_t(1024), int64_t(1) << 28));
+    app.add_option("--ffn-m", ffn_m, "tokens M of the FFN workload")->check(CLI::Range(1, 65536));
+    app.add_option("--ffn-d-model", ffn_d_model, "d_model of the FFN workload")->check(CLI::Range(1, 65536));
+    app.add_option("--ffn-d-ff", ffn_d_ff, "d_ff of the FFN workload")->check(CLI::Range(1, 262144));
+    CLI11_PARSE(app, argc, argv);
+
+    // The tuned set, as the build defines it.
+    struct Entry {
+        std::string name;
+        std::function<std::unique_ptr<Workload>()> make;
+        std::vector<Knob> space;
+    };
+    std::vector<Entry> entries;
+    for (const std::string &row : split(GELUKIT_TUNED_GELU, ',')) {
+        const auto p = split(row, ':');  // dir:dtype:form:math
+        if (p.size() != 4) fail("bad GELUKIT_TUNED_GELU row '" + row + "'");
+        const bool bwd = p[0] == "bwd";
+        const DType dt = p[1] == "f32" ? DType::F32 : p[1] == "bf16" ? DType::BF16 : DType::F16;
+        const Form form = p[2] == "erf" ? Form::Erf : p[2] == "tanh" ? Form::Tanh : Form::Sigmoid;
+        const gelukit::Math math = p[3] == "acc" ? gelukit::Math::Accurate : gelukit::Math::Fast;
+        entries.push_back({"gelu_" + p[0] + "_" + p[1] + "_" + p[2] + "_" + p[3],
+                           [=] { return std::make_unique<GeluWorkload>(bwd, dt, form, math, gelu_n, ts.seed); },
+                           gelu_knobs()});
+    }
+    for (const std::string &row : split(GELUKIT_TUNED_FFN, ',')) {
+        const auto p = split(row, ':');  // kind:dtype:form
+        if (p.size() != 3 || p[1] != "f32" || p[2] != "erf") fail("unsupported GELUKIT_TUNED_FFN row '" + row + "'");
+        const bool whole = p[0] == "ffn";
+        entries.push_back({p[0] + "_" + p[1] + "_" + p[2],
+                           [=] { return std::make_unique<FfnWorkload>(whole, ffn_m, ffn_d_model, ffn_d_ff, ts.seed); },
+                           ffn_knobs()});
+    }
+    if (list) {
+        for (const Entry &e : entries) {
+            std::cout << e.name << ":";
+            for (const Knob &k : e.space) {
+                std::cout << " " << k.name << " in {";
+                for (size_t i = 0; i < k.values.size(); i++) std::cout << (i ? "," : "") << k.values[i];
+                std::cout << "} (default " << k.default_value << ")";
+            }
+            std::cout << "\n";
+        }
+        return 0;
+    }
+    for (const std::string &k : kernels) {
+        if (std::none_of(entries.begin(), entries.end(), [&](const Entry &e) { return e.name == k; })) {
+            fail("'" + k + "' is not in the tuned set (gelukit_tune --list)");
+        }
+    }
+    for (const std::string &s : space_args) {
+        const auto eq = s.find('=');
+        if (eq == std::string::npos) fail("--space wants knob=v1,v2,... (got '" + s + "')");
+        std::vector<int> values;
+        for (const std::string &v : split(s.substr(eq + 1), ',')) {
+            try {
+                values.push_back(std::stoi(v));
+            } catch (const std::exception &) {
+                fail("--space " + s + ": '" + v + "' is not an integer");
+            }
+        }
+        if (values.empty()) fail("--space " + s + ": no values");
+        std::sort(values.begin(), values.end());
+        ts.restrict_space[s.substr(0, eq)] = values;
+    }
+    if (autoschedulers != "none") ts.autoschedulers = split(autoschedulers, ',');
+    const std::map<std::string, std::string> plugins = {{"Adams2019", GELUKIT_PLUGIN_ADAMS2019},
+                                                        {"Mullapudi2016", GELUKIT_PLUGIN_MULLAPUDI2016},
+                                                        {"Li2018", GELUKIT_PLUGIN_LI2018}};
+    for (const std::string &as : ts.autoschedulers) {
+        auto it = plugins.find(as);
+        if (it == plugins.end()) fail("unknown autoscheduler '" + as + "' (Adams2019, Mullapudi2016, Li2018)");
+        Halide::load_plugin(it->second);
+    }
+
+    // The JIT runtime reads HL_NUM_THREADS when its thread pool starts (first parallel call).
+    setenv("HL_NUM_THREADS", std::to_string(threads).c_str(), 1);
+    opt.target = Halide::get_jit_target_from_environment();
+    opt.autoscheduler_params = {{"parallelism", std::to_string(threads)}};
+
+    const std::string arch = GELUKIT_ARCH_TRIPLE;
+    json kernels_json = load_existing(out_path, arch);
+    json summary = json::array();
+    for (const Entry &e : entries) {
+        if (!kernels.empty() && std::find(kernels.begin(), kernels.end(), e.name) == kernels.end()) continue;
+        std::unique_ptr<Workload> w = e.make();
+        json entry = tune_kernel(e.name, *w, e.space, opt, ts);
+        kernels_json[e.name] = entry;
+        summary.push_back({e.name, entry});
+    }
+
+    json file = {{"format", "gelukit-schedules"},
+                 {"version", 1},
+                 {"arch", arch},
+                 {"tuned_on",
+                  {{"host_target", opt.target.to_string()},
+                   {"cpu", cpu_model()},
+                   {"threads", threads},
+                   {"date", utc_now()},
+                   {"tool", "gelukit_tune (bench/tune/gelukit_tune.cpp)"}}},
+                 {"kernels", kernels_json}};
+    const std::filesystem::path out(out_path);
+    if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+    const std::string tmp = out_path + ".tmp";
+    {
+        std::ofstream os(tmp);
+        os << file.dump(2) << "\n";
+        if (!os) fail("cannot write " + tmp);
+    }
+    std::filesystem::rename(tmp, out_path);
+
+    // Summary table: default vs tuned vs autoscheduled, one run.
+    std::printf("\n| kernel | workload | default ms | tuned ms | speedup | p | tuned knobs |");
+    for (const std::string &as : ts.autoschedulers) std::printf(" %s ms |", as.c_str());
+    std::printf("\n|---|---|---:|---:|---:|---:|---|");
+    for (size_t i = 0; i < ts.autoschedulers.size(); i++) std::printf("---:|");
+    std::printf("\n");
+    for (const json &row : summary) {
+        const json &en = row[1];
+        const json &m = en["measured"];
+        std::string knobs;
+        for (const auto &[k, v] : en["params"].items()) knobs += (knobs.empty() ? "" : " ") + k + "=" + v.dump();
+        std::printf("| %s | %s | %.3f | %.3f | %.2fx | %.2g | %s |", row[0].get<std::string>().c_str(),
+                    m["workload"].get<std::string>().c_str(), m["default_median_ms"].get<double>(),
+                    m["tuned_median_ms"].get<double>(), m["speedup"].get<double>(),
+                    m["p_value_vs_default"].get<double>(), knobs.c_str());
+        for (const json &a : en["autoschedulers"]) {
+            if (a["ok"].get<bool>()) {
+                std::printf(" %.3f |", a["median_ms"].get<double>());
+            } else {
+                std::printf(" failed |");
+            }
+        }
+        std::printf("\n");
+    }
+    std::printf("\nwrote %s (host target %s, %d threads); rebuild to ship the tuned kernels\n", out_path.c_str(),
+                opt.target.to_string().c_str(), threads);
+    return 0;
+}

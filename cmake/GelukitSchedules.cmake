@@ -1,0 +1,137 @@
+# Tuned schedules: the knob values gelukit_tune (bench/tune) measured best on a machine, read
+# from a versioned JSON file per architecture and built as the `tuned` schedule of the kernels
+# listed in GELUKIT_TUNED_GELU / GELUKIT_TUNED_FFN (cmake/GelukitKernels.cmake).
+#
+# File (GELUKIT_SCHEDULE_FILE, default generators/schedules/<arch>-linux.json), version 1:
+#   { "format": "gelukit-schedules", "version": 1, "arch": "x86-64-linux",
+#     "tuned_on": {...},                                  (informational: host target, CPU, date)
+#     "kernels": { "<kernel>": { "generator": "gelu_forward" | "gelu_backward" | "ffn",
+#                                "params": { "<knob>": <integer>, ... }, ... }, ... } }
+# <kernel> is the library name without its schedule suffix (gelu_fwd_f32_erf_acc, ffn_f32_erf).
+# Knobs and their ranges (the GeneratorParams of generators/*.cpp):
+#   gelu_forward, gelu_backward: vector_multiple 1-8, parallel_grain 256-16777216, gpu_block 32-1024
+#   ffn:                         m_block 1-4096, avx512_tile_rows 0-9
+# A missing file is normal (nothing tuned yet): a message, and every tuned kernel is built with
+# the hand schedule's default knobs. A corrupt file (not JSON, wrong format/version/arch, an
+# unknown knob, a value that is not an integer in range) is reported with the reason and
+# ignored as a whole: defaults again, never a half-applied file.
+include_guard(GLOBAL)
+
+set(_gelukit_knobs_gelu vector_multiple:1:8 parallel_grain:256:16777216 gpu_block:32:1024)
+set(_gelukit_knobs_ffn m_block:1:4096 avx512_tile_rows:0:9)
+
+# Fails the load: the reason is printed, the parsed kernels are dropped.
+macro(_gelukit_schedule_reject reason)
+    message(WARNING "gelukit: schedule file ${path} is corrupt: ${reason}. Every tuned kernel "
+                    "is built with the hand schedule's default knobs; re-run gelukit_tune or "
+                    "delete the file.")
+    set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS "")
+    return()
+endmacro()
+
+# gelukit_load_schedule_file(<path> <arch>): parses the file once; gelukit_schedule_params()
+# then answers per kernel.
+function(gelukit_load_schedule_file path arch)
+    set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS "")
+    if (NOT EXISTS "${path}")
+        message(STATUS "gelukit: no schedule file at ${path} (gelukit_tune writes one): tuned "
+                       "kernels use the hand schedule's default knobs")
+        return()
+    endif ()
+    # Re-configure when the tuner rewrites the file, so the next build picks the winners up.
+    if (NOT CMAKE_SCRIPT_MODE_FILE)
+        set_property(DIRECTORY "${PROJECT_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${path}")
+    endif ()
+    file(READ "${path}" text)
+    string(JSON format ERROR_VARIABLE err GET "${text}" format)
+    if (err)
+        _gelukit_schedule_reject("not a gelukit schedule file (${err})")
+    endif ()
+    string(JSON version ERROR_VARIABLE err GET "${text}" version)
+    string(JSON file_arch ERROR_VARIABLE err2 GET "${text}" arch)
+    if (NOT format STREQUAL "gelukit-schedules" OR err OR err2)
+        _gelukit_schedule_reject("\"format\" must be \"gelukit-schedules\" with \"version\" and \"arch\"")
+    endif ()
+    if (NOT version STREQUAL "1")
+        _gelukit_schedule_reject("version ${version}, this build reads version 1")
+    endif ()
+    if (NOT file_arch STREQUAL arch)
+        _gelukit_schedule_reject("tuned for ${file_arch}, this build is ${arch}")
+    endif ()
+    string(JSON n ERROR_VARIABLE err LENGTH "${text}" kernels)
+    if (err)
+        _gelukit_schedule_reject("no \"kernels\" object (${err})")
+    endif ()
+    set(names)
+    if (n GREATER 0)
+        math(EXPR last "${n} - 1")
+        foreach (i RANGE ${last})
+            string(JSON kernel MEMBER "${text}" kernels ${i})
+            string(JSON generator ERROR_VARIABLE err GET "${text}" kernels "${kernel}" generator)
+            if (err)
+                _gelukit_schedule_reject("kernel ${kernel} has no \"generator\"")
+            endif ()
+            if (generator MATCHES "^gelu_(forward|backward)$")
+                set(knobs ${_gelukit_knobs_gelu})
+            elseif (generator STREQUAL "ffn")
+                set(knobs ${_gelukit_knobs_ffn})
+            else ()
+                _gelukit_schedule_reject("kernel ${kernel}: unknown generator '${generator}'")
+            endif ()
+            string(JSON np ERROR_VARIABLE err LENGTH "${text}" kernels "${kernel}" params)
+            if (err)
+                _gelukit_schedule_reject("kernel ${kernel} has no \"params\" object")
+            endif ()
+            set(params)
+            if (np GREATER 0)
+                math(EXPR plast "${np} - 1")
+                foreach (j RANGE ${plast})
+                    string(JSON knob MEMBER "${text}" kernels "${kernel}" params ${j})
+                    string(JSON value GET "${text}" kernels "${kernel}" params "${knob}")
+                    set(range)
+                    foreach (spec IN LISTS knobs)
+                        if (spec MATCHES "^${knob}:([0-9]+):([0-9]+)$")
+                            set(range ${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+                        endif ()
+                    endforeach ()
+                    if (NOT range)
+                        _gelukit_schedule_reject("kernel ${kernel}: unknown knob '${knob}' for ${generator}")
+                    endif ()
+                    list(GET range 0 lo)
+                    list(GET range 1 hi)
+                    if (NOT value MATCHES "^[0-9]+$" OR value LESS lo OR value GREATER hi)
+                        _gelukit_schedule_reject("kernel ${kernel}: ${knob} = ${value} is not an integer in [${lo}, ${hi}]")
+                    endif ()
+                    list(APPEND params "${knob}=${value}")
+                endforeach ()
+            endif ()
+            set(GELUKIT_SCHEDULE_PARAMS_${kernel} "${params}")
+            list(APPEND names ${kernel})
+        endforeach ()
+    endif ()
+    foreach (kernel IN LISTS names)
+        set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_PARAMS_${kernel} "${GELUKIT_SCHEDULE_PARAMS_${kernel}}")
+    endforeach ()
+    set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS "${names}")
+    list(LENGTH names count)
+    message(STATUS "gelukit: ${count} tuned kernel(s) from ${path}")
+endfunction()
+
+# gelukit_schedule_params(<kernel> <out_var>): the tuned knobs of <kernel> as k=v PARAMS, or
+# nothing (the defaults) when the loaded file has no entry for it.
+function(gelukit_schedule_params kernel out_var)
+    get_property(names GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS)
+    set(params)
+    if (kernel IN_LIST names)
+        get_property(params GLOBAL PROPERTY GELUKIT_SCHEDULE_PARAMS_${kernel})
+    endif ()
+    set(${out_var} "${params}" PARENT_SCOPE)
+endfunction()
+
+# Script mode (tests/CMakeLists.txt, gelukit_schedules.*): cmake -DSCHEDULE_FILE=<f>
+# -DARCH=<arch> -DKERNEL=<k> -P GelukitSchedules.cmake prints "params: <k=v;...>".
+if (CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
+    gelukit_load_schedule_file("${SCHEDULE_FILE}" "${ARCH}")
+    gelukit_schedule_params("${KERNEL}" params)
+    message(STATUS "params: ${params}")
+endif ()

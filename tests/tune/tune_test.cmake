@@ -1,0 +1,111 @@
+# ctest gelukit_tune.tiny_space (tests/CMakeLists.txt): the tuner on a tiny knob space and time
+# budget, and the build reading what it wrote. Run as
+#   cmake -DTUNE=<gelukit_tune> -DSOURCE_DIR=<gelukit source> -DWORK=<scratch dir>
+#         -DARCH=<arch>-linux [-DCONFIGURE_ARGS=...] -P tune_test.cmake
+# Checks, each failing the test with a message:
+#  1. a corrupt schedule file in the way is moved aside (<file>.corrupt), not merged or lost;
+#  2. a GELU kernel (2 x 2 knob values, Adams2019 as a candidate) and an FFN kernel (2 x 2, odd
+#     shapes) are tuned within the budget and merged into one valid version-1 file whose knob
+#     values come from the restricted space or are the defaults (the incumbent to beat);
+#  3. cmake/GelukitSchedules.cmake (the build's reader) returns those knobs; a corrupt file and a
+#     missing file give their messages and no knobs (the defaults);
+#  4. configuring gelukit with -DGELUKIT_SCHEDULE_FILE=<that file> puts the knobs on the tuned
+#     libraries' generator command lines (build.ninja): the next build uses the result.
+cmake_minimum_required(VERSION 3.28)
+
+# expect(<if() condition as one string> <message>): the condition is evaluated as written.
+function(expect cond msg)
+    cmake_language(EVAL CODE "if (NOT (${cond}))\n set(failed TRUE)\nendif ()")
+    if (failed)
+        message(FATAL_ERROR "gelukit_tune test: ${msg}")
+    endif ()
+endfunction()
+
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(file "${WORK}/schedules.json")
+
+# 1 + 2 (GELU): a corrupt file is in the way.
+file(WRITE "${file}" "{ \"format\": \"gelukit-schedules\", \"version\": ")
+execute_process(
+    COMMAND "${TUNE}" --kernel gelu_fwd_f32_erf_acc --trials 4 --budget-s 60 --repetitions 5
+            --space vector_multiple=1,2 --space parallel_grain=16384,65536 --gelu-n 786432
+            --autoschedulers Adams2019 --threads 2 --out "${file}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "${out}")
+expect("rc EQUAL 0" "tuning the GELU kernel failed (${rc}): ${err}")
+expect("EXISTS \"${file}.corrupt\"" "the corrupt file was not moved aside: ${err}")
+string(FIND "${err}" "moved to ${file}.corrupt" pos)
+expect("pos GREATER -1" "no message about the corrupt file: ${err}")
+string(FIND "${out}" "| gelu_fwd_f32_erf_acc | N=786432 |" pos)
+expect("pos GREATER -1" "no summary row for the GELU kernel: ${out}")
+
+# 2 (FFN): merged into the same file; d_ff = 100 is not a multiple of the 48-wide panels.
+execute_process(
+    COMMAND "${TUNE}" --kernel linear_gelu_f32_erf --trials 3 --budget-s 60 --repetitions 5
+            --space m_block=8,16 --space avx512_tile_rows=0,4 --ffn-m 16 --ffn-d-model 64
+            --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${file}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "${out}")
+expect("rc EQUAL 0" "tuning the FFN kernel failed (${rc}): ${err}")
+
+file(READ "${file}" text)
+string(JSON version GET "${text}" version)
+string(JSON trials GET "${text}" kernels gelu_fwd_f32_erf_acc measured trials)
+string(JSON adams_ok GET "${text}" kernels gelu_fwd_f32_erf_acc autoschedulers 0 ok)
+expect("version EQUAL 1" "version ${version}")
+expect("trials EQUAL 4" "the GELU search ran ${trials} trials, not the 4 asked for")
+expect("adams_ok" "Adams2019 was not measured as a candidate: ${text}")
+
+# 3: the build's reader.
+include("${SOURCE_DIR}/cmake/GelukitSchedules.cmake")
+set(PROJECT_SOURCE_DIR "${SOURCE_DIR}")
+gelukit_load_schedule_file("${file}" "${ARCH}")
+gelukit_schedule_params(gelu_fwd_f32_erf_acc gelu_knobs)
+gelukit_schedule_params(linear_gelu_f32_erf ffn_knobs)
+expect("gelu_knobs MATCHES \"^parallel_grain=(16384|65536);vector_multiple=(1|2)$\"" "GELU knobs '${gelu_knobs}'")
+# (the defaults, m_block 32 and tile rows 0, stay when no candidate beats them significantly)
+expect("ffn_knobs MATCHES \"^avx512_tile_rows=(0|4);m_block=(8|16|32)$\"" "FFN knobs '${ffn_knobs}'")
+foreach (case IN ITEMS corrupt missing)
+    if (case STREQUAL "corrupt")
+        file(WRITE "${WORK}/bad.json" "{\"format\": \"gelukit-schedules\", \"version\": 1, \"arch\": \"${ARCH}\", \"kernels\": {\"gelu_fwd_f32_erf_acc\": {\"generator\": \"gelu_forward\", \"params\": {\"vector_multiple\": 99}}}}")
+        set(want "is corrupt: kernel gelu_fwd_f32_erf_acc: vector_multiple = 99 is not an integer in [1, 8]")
+    else ()
+        file(REMOVE "${WORK}/bad.json")
+        set(want "no schedule file at")
+    endif ()
+    execute_process(
+        COMMAND "${CMAKE_COMMAND}" -DSCHEDULE_FILE=${WORK}/bad.json -DARCH=${ARCH} -DKERNEL=gelu_fwd_f32_erf_acc
+                -P "${SOURCE_DIR}/cmake/GelukitSchedules.cmake"
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    string(REPLACE "\n" " " msg "${out} ${err}")
+    string(REGEX REPLACE " +" " " msg "${msg}")
+    string(FIND "${msg}" "${want}" pos)
+    expect("rc EQUAL 0" "the reader failed on a ${case} file: ${msg}")
+    expect("pos GREATER -1" "no clear message for a ${case} file: ${msg}")
+    string(REGEX MATCH "params: [a-z_]+=" knobs_given "${msg}")
+    expect("NOT knobs_given" "a ${case} file gave knobs: ${msg}")
+endforeach ()
+
+# 4: a configure of gelukit with this file.
+execute_process(
+    COMMAND "${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK}/configure" -G Ninja
+            -DGELUKIT_SCHEDULE_FILE=${file} ${CONFIGURE_ARGS}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+expect("rc EQUAL 0" "configuring gelukit with the tuned file failed: ${out} ${err}")
+string(FIND "${out}" "gelukit: 2 tuned kernel(s) from ${file}" pos)
+expect("pos GREATER -1" "the configure did not report the tuned file: ${out}")
+file(READ "${WORK}/configure/build.ninja" ninja)
+string(REGEX MATCH "-f gelu_fwd_f32_erf_acc_tuned[^\n]*" gelu_cmd "${ninja}")
+string(REGEX MATCH "-f linear_gelu_f32_erf_tuned[^\n]*" ffn_cmd "${ninja}")
+string(REPLACE ";" " " gelu_words "${gelu_knobs}")
+string(REPLACE ";" " " ffn_words "${ffn_knobs}")
+foreach (pair IN LISTS gelu_knobs)
+    string(FIND "${gelu_cmd}" " ${pair}" pos)
+    expect("pos GREATER -1" "gelu_fwd_f32_erf_acc_tuned is not generated with ${pair}: ${gelu_cmd}")
+endforeach ()
+foreach (pair IN LISTS ffn_knobs)
+    string(FIND "${ffn_cmd}" " ${pair}" pos)
+    expect("pos GREATER -1" "linear_gelu_f32_erf_tuned is not generated with ${pair}: ${ffn_cmd}")
+endforeach ()
+message(STATUS "gelukit_tune test: GELU knobs ${gelu_words}, FFN knobs ${ffn_words}; the build uses them")
