@@ -33,12 +33,18 @@ endmacro()
 # then answers per kernel.
 function(gelukit_load_schedule_file path arch)
     set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS "")
+    # Re-configure when the tuner writes the file: it renames a temporary file into place, which
+    # also changes its directory, the dependency that works before the first file exists.
+    get_filename_component(dir "${path}" DIRECTORY)
+    if (NOT CMAKE_SCRIPT_MODE_FILE AND IS_DIRECTORY "${dir}")
+        set_property(DIRECTORY "${PROJECT_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${dir}")
+    endif ()
     if (NOT EXISTS "${path}")
         message(STATUS "gelukit: no schedule file at ${path} (gelukit_tune writes one): tuned "
                        "kernels use the hand schedule's default knobs")
         return()
     endif ()
-    # Re-configure when the tuner rewrites the file, so the next build picks the winners up.
+    # Re-configure when the file changes, so the next build picks the winners up.
     if (NOT CMAKE_SCRIPT_MODE_FILE)
         set_property(DIRECTORY "${PROJECT_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${path}")
     endif ()

@@ -23,7 +23,7 @@ require_tests() {
 }
 require_tests default gelukit_tests.sanitized sanitizer_selftest.leak gelukit_concurrency.tsan \
     sanitizer_selftest.race gelukit_fuzz.runtime gelukit_install.example gelukit_large_tests \
-    gelukit_report.plots
+    gelukit_report.plots gelukit_tune.tiny_space
 ctest --preset default -j 1
 
 echo "test.sh: arm-64 cross build (build-aarch64/, tests under qemu-aarch64)"
