@@ -85,6 +85,69 @@ Isa isa_level(int count, const uint64_t *features) {
     return Isa::SSE41;
 }
 
+// The CPU (and the OS: XCR0) supports every instruction the code of `level` may contain, read
+// from cpuid here rather than trusted to Halide: Halide 21's default check accepted the
+// avx512_zen4 objects on a Zen 3 EPYC (AVX2 only), which then died of SIGILL on their first
+// AVX-512 instruction (vpmovsxbq into xmm16). The sets are those of LLVM's -mcpu for each
+// sub-target (skylake-avx512, znver4, sapphirerapids), as far as the kernels can use them.
+struct Cpuid {
+    unsigned int a = 0, b = 0, c = 0, d = 0;
+};
+
+Cpuid cpuid(unsigned int leaf, unsigned int subleaf) {
+    Cpuid r;
+    __asm__ volatile("cpuid" : "=a"(r.a), "=b"(r.b), "=c"(r.c), "=d"(r.d) : "a"(leaf), "c"(subleaf));
+    return r;
+}
+
+bool cpu_supports(Isa level) {
+    static const struct Levels {
+        bool avx2 = false, avx512_skylake = false, avx512_zen4 = false, avx512_sapphirerapids = false;
+    } levels = [] {
+        Levels l;
+        const unsigned int max_leaf = cpuid(0, 0).a;
+        const Cpuid l1 = cpuid(1, 0);
+        const bool osxsave = (l1.c >> 27) & 1;
+        unsigned long long xcr0 = 0;
+        if (osxsave) {
+            unsigned int lo = 0, hi = 0;
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
+        }
+        const bool os_avx = (xcr0 & 0x6) == 0x6;        // XMM and YMM state
+        const bool os_avx512 = (xcr0 & 0xE6) == 0xE6;   // + opmask, ZMM_Hi256, Hi16_ZMM
+        if (max_leaf < 7) {
+            return l;
+        }
+        const Cpuid l7 = cpuid(7, 0);
+        const Cpuid l7s1 = l7.a >= 1 ? cpuid(7, 1) : Cpuid{};
+        const auto bit = [](unsigned int reg, int n) { return ((reg >> n) & 1) != 0; };
+        const bool fma = bit(l1.c, 12), f16c = bit(l1.c, 29), avx = bit(l1.c, 28);
+        l.avx2 = os_avx && avx && fma && f16c && bit(l7.b, 5) /* avx2 */;
+        l.avx512_skylake = l.avx2 && os_avx512 && bit(l7.b, 16) /* f */ && bit(l7.b, 17) /* dq */ &&
+                           bit(l7.b, 28) /* cd */ && bit(l7.b, 30) /* bw */ && bit(l7.b, 31) /* vl */;
+        l.avx512_zen4 = l.avx512_skylake && bit(l7.b, 21) /* ifma */ && bit(l7.c, 1) /* vbmi */ &&
+                        bit(l7.c, 6) /* vbmi2 */ && bit(l7.c, 8) /* gfni */ && bit(l7.c, 11) /* vnni */ &&
+                        bit(l7.c, 12) /* bitalg */ && bit(l7.c, 14) /* vpopcntdq */ && bit(l7s1.a, 5) /* bf16 */;
+        l.avx512_sapphirerapids = l.avx512_zen4 && bit(l7s1.a, 4) /* avx-vnni */ && bit(l7.d, 23) /* fp16 */;
+        return l;
+    }();
+    switch (level) {
+    case Isa::SSE41:
+        return true;  // the x86 floor (README): its object is the wrapper's last, run unasked
+    case Isa::AVX2:
+        return levels.avx2;
+    case Isa::AVX512Skylake:
+        return levels.avx512_skylake;
+    case Isa::AVX512Zen4:
+        return levels.avx512_zen4;
+    case Isa::AVX512SapphireRapids:
+        return levels.avx512_sapphirerapids;
+    default:
+        return false;
+    }
+}
+
 // Vendor-tuned sub-targets only on their vendor's CPUs (see Isa in runtime.h).
 bool vendor_allows(Isa level) {
     if (level == Isa::AVX512SapphireRapids) {
@@ -103,6 +166,10 @@ Isa isa_level(int count, const uint64_t *features) {
 bool vendor_allows(Isa) {
     return true;
 }
+
+bool cpu_supports(Isa) {
+    return true;  // Halide's default check reads HWCAP (arm_fp16: HWCAP_ASIMDHP)
+}
 #endif
 
 // Called by each kernel's multi-target wrapper for its sub-targets, most specific first, at its
@@ -112,7 +179,7 @@ extern "C" int gelukit_can_use_target_features(int count, const uint64_t *featur
     g_any_query.store(true);
     const Isa isa = isa_level(count, features);
     const int level = static_cast<int>(isa);
-    if (level > g_max_isa.load() || !vendor_allows(isa)) {
+    if (level > g_max_isa.load() || !vendor_allows(isa) || !cpu_supports(isa)) {
         return 0;
     }
     int ok = halide_default_can_use_target_features(count, features);
