@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "gelukit/gelu.h"
 #include "support/harness.h"
@@ -164,7 +165,9 @@ TEST(KernelProperties, GradientTailTimesLargeDy) {
     };
     const Range ranges[] = {{Form::Erf, 1.0f, -23.0f, -12.0f}, {Form::Erf, 3.0f, -66.0f, -36.0f},
                             {Form::Tanh, 1.0f, -17.0f, -9.0f}, {Form::Sigmoid, 1.0f, -130.0f, -50.0f}};
-    const double dys[] = {1e3, -7.5e15, 1e30, 3.0e38, -3.0e38};
+    // +-inf: the product's limit is +-inf wherever GELU'(x) != 0 (also beyond the evaluated range).
+    const double inf = std::numeric_limits<double>::infinity();
+    const double dys[] = {1e3, -7.5e15, 1e30, 3.0e38, -3.0e38, inf, -inf};
     for (DType dt : {DType::F32, DType::BF16}) {
         for (const Range &r : ranges) {
             GeluOptions o;

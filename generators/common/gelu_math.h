@@ -132,6 +132,15 @@ inline Halide::Expr reciprocal(const Halide::Expr &d, const Halide::Type &t) {
 
 }  // namespace detail
 
+// GELU' far in the negative tail, beyond where the kernels evaluate it: a tiny negative number
+// (the true value's sign). In float64 -1e-300 rather than -0: any finite float32 dy times it
+// still rounds to the same signed zero as dy times the true value, and dy = +-inf gives -+inf,
+// the limit, where -0 would give NaN. In float32 the true value is long below the subnormals
+// (README, Reliability): -0.
+inline Halide::Expr tail_gradient(const Halide::Type &t) {
+    return detail::k(t, t.bits() == 64 ? -1e-300 : -0.0);
+}
+
 // Exact (erf) GELU of storage value x (already widened to the compute type t), with scale
 // inv_s = 1/s (s = 1 for standard GELU): y = x * Phi(z), z = x * inv_s.
 // Gradient: d/dx = Phi(z) + z phi(z).
@@ -203,7 +212,7 @@ inline Halide::Expr gelu_erf(const Halide::Expr &x, const Halide::Expr &inv_s, b
     // w = phi(t) (M(t) - t);  GELU'(x) = 1 - w for z >= 0, w for z < 0 (Phi(-t) - t phi(t)).
     // Near the root z* = -0.7518 of GELU' this difference cancels: the error there is absolute.
     Expr w_mant = select(beyond, k(t, -0.0), e.mant * (mills - t_abs) * k(t, inv_sqrt_2pi));
-    Expr w = detail::ldexp_neg(w_mant, e.n, t);
+    Expr w = select(beyond, tail_gradient(t), detail::ldexp_neg(w_mant, e.n, t));
     return select(positive, k(t, 1.0) - w, w);
 }
 
@@ -268,8 +277,8 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     Expr g_pos = inv + xc * dv * ev * inv * inv;
     Expr core = e.mant * inv * (k(t, 1.0) + xc * dv * inv);
     Expr g_neg = detail::ldexp_neg(core, e.n, t);
-    // Beyond -lim the gradient is negligible even times FLT_MAX (see lim): -0, the limit's sign.
-    return select(positive, g_pos, below, k(t, -0.0), g_neg);
+    // Beyond -lim the gradient is negligible even times FLT_MAX (see lim).
+    return select(positive, g_pos, below, tail_gradient(t), g_neg);
 }
 
 // Special values, classified on the storage type's own bit pattern: immune to fast-math's
