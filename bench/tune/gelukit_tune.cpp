@@ -6,7 +6,8 @@
 //   1. the generator (generators/*.cpp, linked into this binary) is JIT-compiled for the host
 //      with the default knobs: the incumbent;
 //   2. candidates: random knob combinations first, then local refinement (one knob moved to a
-//      neighbouring value of the current best), until --trials or --budget-s is used up; plus
+//      neighbouring value of the current best), until --trials or --budget-s is used up or
+//      200 draws in a row find no untried candidate (the incumbent's neighbours are done); plus
 //      Halide's autoschedulers (Adams2019, Mullapudi2016, Li2018) on the same pipeline;
 //   3. every candidate's output is checked against an independent double-precision reference
 //      (tests/support/reference.cpp; the per-kernel ULP bounds of tests/support/tolerances.h
@@ -127,6 +128,7 @@ struct Knob {
     std::string name;
     std::vector<int> values;  // searched values, ascending
     int default_value;
+    int min, max;  // the GeneratorParam's range (cmake/GelukitSchedules.cmake checks the same)
 };
 
 using Knobs = std::map<std::string, int>;
@@ -134,14 +136,15 @@ using Knobs = std::map<std::string, int>;
 std::vector<Knob> gelu_knobs() {
     // vector_multiple: independent vectors per iteration (ILP for the ~40-deep dependent chain);
     // parallel_grain: elements per parallel task (dispatch overhead vs balance).
-    return {{"vector_multiple", {1, 2, 3, 4, 6, 8}, 1},
-            {"parallel_grain", {2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144}, 16384}};
+    return {{"vector_multiple", {1, 2, 3, 4, 6, 8}, 1, 1, 8},
+            {"parallel_grain", {2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144}, 16384, 256, 1 << 24}};
 }
 
 std::vector<Knob> ffn_knobs() {
     // m_block: token rows per task (L2 residency of the d_ff intermediate vs task count);
     // avx512_tile_rows: register tile rows (0 = the default 8).
-    return {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 32}, {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0}};
+    return {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 32, 1, 4096},
+            {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0, 0, 9}};
 }
 
 std::string knobs_label(const Knobs &k) {
@@ -520,8 +523,8 @@ void progress(const std::string &kernel, int done, int total, double elapsed, do
 }
 
 struct TuneSettings {
-    int trials = 40;
-    double budget_s = 300;
+    int trials = 30;
+    double budget_s = 60;
     double alpha = 0.01;
     uint32_t seed = 1;
     std::vector<std::string> autoschedulers;
@@ -661,13 +664,20 @@ std::string utc_now() {
 }
 
 // The existing file's kernels, if it is a valid schedule file for this arch; a corrupt one is
-// moved aside (<file>.corrupt) with a message, never silently merged or lost.
+// moved aside (<file>.corrupt) with a message, never silently merged or lost. Kept entries are
+// checked as the build checks them (generator, known knobs, integers in range): one bad entry
+// carried over would make the build reject the whole merged file, fresh results included, so
+// such an entry is dropped with a message.
 json load_existing(const std::string &path, const std::string &arch) {
     if (!std::filesystem::exists(path)) return json::object();
     std::ifstream in(path);
     json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-    const bool valid = j.is_object() && j.value("format", "") == "gelukit-schedules" && j.value("version", 0) == 1 &&
-                       j.value("arch", "") == arch && j.contains("kernels") && j["kernels"].is_object();
+    // Types are checked before values are read (json::value throws on a type mismatch).
+    const auto is = [&](const char *key, json::value_t t) { return j.is_object() && j.contains(key) && j[key].type() == t; };
+    const bool valid = is("format", json::value_t::string) && j["format"] == "gelukit-schedules" &&
+                       (is("version", json::value_t::number_unsigned) || is("version", json::value_t::number_integer)) &&
+                       j["version"] == 1 && is("arch", json::value_t::string) && j["arch"] == arch &&
+                       is("kernels", json::value_t::object);
     if (!valid) {
         const std::string aside = path + ".corrupt";
         std::filesystem::rename(path, aside);
@@ -675,7 +685,34 @@ json load_existing(const std::string &path, const std::string &arch) {
                   << "; moved to " << aside << " and starting a new file\n";
         return json::object();
     }
-    return j["kernels"];
+    json kept = json::object();
+    for (const auto &[name, entry] : j["kernels"].items()) {
+        const bool gelu = name.rfind("gelu_fwd_", 0) == 0 || name.rfind("gelu_bwd_", 0) == 0;
+        const std::string generator = !gelu ? "ffn" : name.rfind("gelu_fwd_", 0) == 0 ? "gelu_forward" : "gelu_backward";
+        const std::vector<Knob> space = gelu ? gelu_knobs() : ffn_knobs();
+        std::string why;
+        if (!entry.is_object() || !entry.contains("generator") || entry["generator"] != generator) {
+            why = "its generator is not " + generator;
+        } else if (!entry.contains("params") || !entry["params"].is_object()) {
+            why = "no params object";
+        } else {
+            for (const auto &[knob, value] : entry["params"].items()) {
+                const auto k = std::find_if(space.begin(), space.end(), [&](const Knob &kb) { return kb.name == knob; });
+                if (k == space.end()) {
+                    why = "unknown knob " + knob;
+                } else if (!value.is_number_integer() || value.get<int64_t>() < k->min || value.get<int64_t>() > k->max) {
+                    why = knob + " is not an integer in [" + std::to_string(k->min) + ", " + std::to_string(k->max) + "]";
+                }
+            }
+        }
+        if (why.empty()) {
+            kept[name] = entry;
+        } else {
+            std::cerr << "gelukit_tune: dropping the stored entry of " << name << " from " << path << " (" << why
+                      << ")\n";
+        }
+    }
+    return kept;
 }
 
 }  // namespace
@@ -767,6 +804,17 @@ int main(int argc, char **argv) {
             }
         }
         if (values.empty()) fail("--space " + s + ": no values");
+        const std::string knob = s.substr(0, eq);
+        std::vector<Knob> all = gelu_knobs();
+        for (const Knob &k : ffn_knobs()) all.push_back(k);
+        const auto k = std::find_if(all.begin(), all.end(), [&](const Knob &kb) { return kb.name == knob; });
+        if (k == all.end()) fail("--space " + s + ": unknown knob '" + knob + "' (gelukit_tune --list)");
+        for (int v : values) {
+            if (v < k->min || v > k->max) {
+                fail("--space " + s + ": " + std::to_string(v) + " is outside " + knob + "'s range [" +
+                     std::to_string(k->min) + ", " + std::to_string(k->max) + "]");
+            }
+        }
         std::sort(values.begin(), values.end());
         ts.restrict_space[s.substr(0, eq)] = values;
     }
