@@ -190,7 +190,7 @@ TEST(KernelProperties, GradientTailTimesLargeDy) {
             size_t nonzero = 0;
             for (size_t i = 0; i < xs.size(); i++) {
                 RefValue g = gelu_grad_ref(r.form, xd[i], r.s);
-                uint32_t want = round_to_bits({dyd[i] * g.hi, dyd[i] * g.lo}, dt);
+                uint32_t want = round_to_bits(times(dyd[i], g), dt);
                 int64_t d = ulp_distance(got[i], want, dt);
                 if (d > worst) {
                     worst = d;

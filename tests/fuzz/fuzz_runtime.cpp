@@ -386,7 +386,24 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
     for (int64_t k = 0; k < n; k++) {
         const uint32_t got = load_bits(&arena[kGuard + offs[out][k] * es], dt);
         const uint32_t want = load_bits(&dense[out][k * es], dt);
-        if (got != want) finding("strided / in-place result differs from the contiguous one");
+        // Accurate math: bit for bit. Fast math (float32 internals): the unit-stride and the
+        // strided specialisations are compiled separately under fast-math, and LLVM reassociates
+        // their float32 operations differently (the same 63 FMAs per vector in both, in another
+        // order, on AVX2), so they may differ (seen: 2 ULP, 0xba6cc53a strided vs 0xba6cc538
+        // contiguous): by at most the kernel's own ULP bound (README, Reliability).
+        const int64_t layout_ulps =
+            o.math == gelukit::Math::Fast
+                ? gelukit::test::ulp_tolerance(o.math, backward ? gelukit::Direction::Backward : gelukit::Direction::Forward,
+                                               dt, o.form)
+                : 0;
+        if (got != want && !(gelukit::test::ulp_distance(got, want, dt) <= layout_ulps &&
+                             gelukit::test::bits_is_nan(got, dt) == gelukit::test::bits_is_nan(want, dt))) {
+            std::fprintf(stderr, "element %lld of %lld: got=0x%x contiguous=0x%x dtype=%s form=%s math=%s schedule=%s %s scale=%.9g\n",
+                         static_cast<long long>(k), static_cast<long long>(n), got, want, gelukit::dtype_name(dt),
+                         gelukit::form_name(o.form), o.math == gelukit::Math::Fast ? "fast" : "acc",
+                         gelukit::schedule_name(o.schedule), backward ? "backward" : "forward", static_cast<double>(o.scale));
+            finding("strided / in-place result differs from the contiguous one");
+        }
         // 3. Forward: within the suite's ULP bound of the double reference (per math and dtype).
         if (!backward) {
             const uint32_t xb = load_bits(&before[kGuard + offs[0][k] * es], dt);
@@ -420,7 +437,7 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
             const uint32_t db = load_bits(&before[kGuard + offs[1][k] * es], dt);
             const double x = gelukit::test::bits_to_double(xb, dt), dy = gelukit::test::bits_to_double(db, dt);
             const gelukit::test::RefValue g = gelukit::test::gelu_grad_ref(o.form, x, o.scale);
-            uint32_t ref = gelukit::test::round_to_bits({dy * g.hi, dy * g.lo}, dt);
+            uint32_t ref = gelukit::test::round_to_bits(gelukit::test::times(dy, g), dt);
             // dy = +-inf where the double GELU'(x) underflows to 0 (x far in the negative tail,
             // e.g. erf beyond |x/s| ~ 38.6): the true GELU'(x) is a tiny negative number, not 0,
             // so the product's limit is -+inf, not the double's inf * 0 = NaN.

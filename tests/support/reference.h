@@ -23,6 +23,11 @@ struct RefValue {
 // Erf form: x * Phi(x/s). Special values follow gelu-reference.md (-inf -> -0, NaN -> NaN).
 RefValue gelu_ref(Form form, double x, double s = 1.0);
 RefValue gelu_grad_ref(Form form, double x, double s = 1.0);
+// dy * g, the reference of dx = dy * GELU'(x) before rounding: a zero remainder stays 0 (dy = +-inf
+// times an exact g would otherwise give inf * 0 = NaN in the remainder).
+inline RefValue times(double dy, const RefValue &g) {
+    return {dy * g.hi, g.lo == 0.0 ? 0.0 : dy * g.lo};
+}
 
 // Rounds hi + lo once, to nearest even, into the storage type; returns the storage bits
 // (fp32: 32 bits; fp16/bf16: 16 bits) zero-extended.
