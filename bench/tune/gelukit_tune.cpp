@@ -686,12 +686,21 @@ json load_existing(const std::string &path, const std::string &arch) {
         return json::object();
     }
     json kept = json::object();
+    const auto starts = [](const std::string &s, const char *prefix) { return s.rfind(prefix, 0) == 0; };
     for (const auto &[name, entry] : j["kernels"].items()) {
-        const bool gelu = name.rfind("gelu_fwd_", 0) == 0 || name.rfind("gelu_bwd_", 0) == 0;
-        const std::string generator = !gelu ? "ffn" : name.rfind("gelu_fwd_", 0) == 0 ? "gelu_forward" : "gelu_backward";
-        const std::vector<Knob> space = gelu ? gelu_knobs() : ffn_knobs();
+        // The build's rules (cmake/GelukitSchedules.cmake): lower-case name with a GELU or FFN
+        // prefix that implies the generator; known knobs (gpu_block too: not searched on a
+        // CPU, but the build takes it), integers in range.
+        const bool gelu = starts(name, "gelu_fwd_") || starts(name, "gelu_bwd_");
+        const bool ffn = starts(name, "ffn_") || starts(name, "linear_gelu_") || starts(name, "geglu_") ||
+                         starts(name, "swiglu_");
+        const std::string generator = !gelu ? "ffn" : starts(name, "gelu_fwd_") ? "gelu_forward" : "gelu_backward";
+        std::vector<Knob> space = gelu ? gelu_knobs() : ffn_knobs();
+        if (gelu) space.push_back({"gpu_block", {}, 256, 32, 1024});
         std::string why;
-        if (!entry.is_object() || !entry.contains("generator") || entry["generator"] != generator) {
+        if (!(gelu || ffn) || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+            why = "not a GELU or FFN kernel name";
+        } else if (!entry.is_object() || !entry.contains("generator") || entry["generator"] != generator) {
             why = "its generator is not " + generator;
         } else if (!entry.contains("params") || !entry["params"].is_object()) {
             why = "no params object";
@@ -700,8 +709,10 @@ json load_existing(const std::string &path, const std::string &arch) {
                 const auto k = std::find_if(space.begin(), space.end(), [&](const Knob &kb) { return kb.name == knob; });
                 if (k == space.end()) {
                     why = "unknown knob " + knob;
-                } else if (!value.is_number_integer() || value.get<int64_t>() < k->min || value.get<int64_t>() > k->max) {
-                    why = knob + " is not an integer in [" + std::to_string(k->min) + ", " + std::to_string(k->max) + "]";
+                } else if (!value.is_number_integer() || value.get<int64_t>() < k->min || value.get<int64_t>() > k->max ||
+                           (knob == "gpu_block" && value.get<int64_t>() % 32 != 0)) {
+                    why = knob + " is not an integer in [" + std::to_string(k->min) + ", " + std::to_string(k->max) + "]" +
+                          (knob == "gpu_block" ? ", a multiple of 32" : "");
                 }
             }
         }

@@ -123,7 +123,13 @@ bool cpu_supports(Isa level) {
         const Cpuid l7s1 = l7.a >= 1 ? cpuid(7, 1) : Cpuid{};
         const auto bit = [](unsigned int reg, int n) { return ((reg >> n) & 1) != 0; };
         const bool fma = bit(l1.c, 12), f16c = bit(l1.c, 29), avx = bit(l1.c, 28);
-        l.avx2 = os_avx && avx && fma && f16c && bit(l7.b, 5) /* avx2 */;
+        // The AVX2 object is built for LLVM's haswell (Halide's mcpu for avx2): BMI1/BMI2,
+        // LZCNT, MOVBE and POPCNT may appear in it too.
+        const bool ext = cpuid(0x80000000u, 0).a >= 0x80000001u;
+        const bool lzcnt = ext && bit(cpuid(0x80000001u, 0).c, 5);
+        const bool haswell_scalar = bit(l7.b, 3) /* bmi1 */ && bit(l7.b, 8) /* bmi2 */ && lzcnt &&
+                                    bit(l1.c, 22) /* movbe */ && bit(l1.c, 23) /* popcnt */;
+        l.avx2 = os_avx && avx && fma && f16c && haswell_scalar && bit(l7.b, 5) /* avx2 */;
         l.avx512_skylake = l.avx2 && os_avx512 && bit(l7.b, 16) /* f */ && bit(l7.b, 17) /* dq */ &&
                            bit(l7.b, 28) /* cd */ && bit(l7.b, 30) /* bw */ && bit(l7.b, 31) /* vl */;
         l.avx512_zen4 = l.avx512_skylake && bit(l7.b, 21) /* ifma */ && bit(l7.c, 1) /* vbmi */ &&

@@ -396,8 +396,19 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
                 ? gelukit::test::ulp_tolerance(o.math, backward ? gelukit::Direction::Backward : gelukit::Direction::Forward,
                                                dt, o.form)
                 : 0;
-        if (got != want && !(gelukit::test::ulp_distance(got, want, dt) <= layout_ulps &&
-                             gelukit::test::bits_is_nan(got, dt) == gelukit::test::bits_is_nan(want, dt))) {
+        // Fast backward next to the root of GELU': the bound there is absolute (|dy| times the
+        // root window's tolerance, tolerances.h), so the two layouts may differ by twice that.
+        bool near_root_ok = false;
+        if (o.math == gelukit::Math::Fast && backward && got != want) {
+            const double x = gelukit::test::bits_to_double(load_bits(&before[kGuard + offs[0][k] * es], dt), dt);
+            const double dy = gelukit::test::bits_to_double(load_bits(&before[kGuard + offs[1][k] * es], dt), dt);
+            const double diff = std::fabs(gelukit::test::bits_to_double(got, dt) - gelukit::test::bits_to_double(want, dt));
+            near_root_ok = std::fabs(x / o.scale - gelukit::test::grad_root(o.form)) < 0.01 && std::isfinite(dy) &&
+                           diff <= 2.0 * std::fabs(dy) * gelukit::test::root_window_abs_tolerance(o.math) + 0x1p-148;
+        }
+        if (got != want && !near_root_ok &&
+            !(gelukit::test::ulp_distance(got, want, dt) <= layout_ulps &&
+              gelukit::test::bits_is_nan(got, dt) == gelukit::test::bits_is_nan(want, dt))) {
             std::fprintf(stderr, "element %lld of %lld: got=0x%x contiguous=0x%x dtype=%s form=%s math=%s schedule=%s %s scale=%.9g\n",
                          static_cast<long long>(k), static_cast<long long>(n), got, want, gelukit::dtype_name(dt),
                          gelukit::form_name(o.form), o.math == gelukit::Math::Fast ? "fast" : "acc",

@@ -7,6 +7,8 @@
 // GELU(x) = x/2 - O(x^2) for tiny x, where x/2 can be a float32 midpoint).
 #pragma once
 
+#include <cmath>
+
 #include <cstdint>
 
 #include "gelukit/gelu.h"
@@ -23,10 +25,11 @@ struct RefValue {
 // Erf form: x * Phi(x/s). Special values follow gelu-reference.md (-inf -> -0, NaN -> NaN).
 RefValue gelu_ref(Form form, double x, double s = 1.0);
 RefValue gelu_grad_ref(Form form, double x, double s = 1.0);
-// dy * g, the reference of dx = dy * GELU'(x) before rounding: a zero remainder stays 0 (dy = +-inf
-// times an exact g would otherwise give inf * 0 = NaN in the remainder).
+// dy * g, the reference of dx = dy * GELU'(x) before rounding. With dy = +-inf the product is
+// dy * g.hi alone (an exact g's zero remainder would give inf * 0 = NaN, and a remainder of the
+// other sign inf - inf); otherwise the remainder is scaled too.
 inline RefValue times(double dy, const RefValue &g) {
-    return {dy * g.hi, g.lo == 0.0 ? 0.0 : dy * g.lo};
+    return {dy * g.hi, g.lo == 0.0 || std::isinf(dy) ? 0.0 : dy * g.lo};
 }
 
 // Rounds hi + lo once, to nearest even, into the storage type; returns the storage bits
