@@ -386,6 +386,12 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
     for (int64_t k = 0; k < n; k++) {
         const uint32_t got = load_bits(&arena[kGuard + offs[out][k] * es], dt);
         const uint32_t want = load_bits(&dense[out][k * es], dt);
+        // The element's inputs, read once for the checks below (dy: backward only).
+        const uint32_t xb = load_bits(&before[kGuard + offs[0][k] * es], dt);
+        const uint32_t db = backward ? load_bits(&before[kGuard + offs[1][k] * es], dt) : 0;
+        const double x = gelukit::test::bits_to_double(xb, dt);
+        const double dy = backward ? gelukit::test::bits_to_double(db, dt) : 0.0;
+        const bool window = std::fabs(x / o.scale - gelukit::test::grad_root(o.form)) < 0.01;  // root of GELU'
         // Accurate math: bit for bit. Fast math (float32 internals): the unit-stride and the
         // strided specialisations are compiled separately under fast-math, and LLVM reassociates
         // their float32 operations differently (the same 63 FMAs per vector in both, in another
@@ -400,10 +406,8 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
         // root window's tolerance, tolerances.h), so the two layouts may differ by twice that.
         bool near_root_ok = false;
         if (o.math == gelukit::Math::Fast && backward && got != want) {
-            const double x = gelukit::test::bits_to_double(load_bits(&before[kGuard + offs[0][k] * es], dt), dt);
-            const double dy = gelukit::test::bits_to_double(load_bits(&before[kGuard + offs[1][k] * es], dt), dt);
             const double diff = std::fabs(gelukit::test::bits_to_double(got, dt) - gelukit::test::bits_to_double(want, dt));
-            near_root_ok = std::fabs(x / o.scale - gelukit::test::grad_root(o.form)) < 0.01 && std::isfinite(dy) &&
+            near_root_ok = window && std::isfinite(dy) &&
                            diff <= 2.0 * std::fabs(dy) * gelukit::test::root_window_abs_tolerance(o.math) + 0x1p-148;
         }
         if (got != want && !near_root_ok &&
@@ -417,8 +421,6 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
         }
         // 3. Forward: within the suite's ULP bound of the double reference (per math and dtype).
         if (!backward) {
-            const uint32_t xb = load_bits(&before[kGuard + offs[0][k] * es], dt);
-            const double x = gelukit::test::bits_to_double(xb, dt);
             const uint32_t ref = gelukit::test::round_to_bits(gelukit::test::gelu_ref(o.form, x, o.scale), dt);
             int64_t tolerance = gelukit::test::ulp_tolerance(o.math, gelukit::Direction::Forward, dt, o.form);
             if (o.math == gelukit::Math::Fast && o.scale != 1.0f) {
@@ -444,9 +446,6 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
         //    GELU' (in z = x/s) an absolute error of |dy| 2^-27 (tolerances.h). Fast math has
         //    mixed criteria and documented tail limits (README): not checked here.
         if (backward && o.math == gelukit::Math::Accurate) {
-            const uint32_t xb = load_bits(&before[kGuard + offs[0][k] * es], dt);
-            const uint32_t db = load_bits(&before[kGuard + offs[1][k] * es], dt);
-            const double x = gelukit::test::bits_to_double(xb, dt), dy = gelukit::test::bits_to_double(db, dt);
             const gelukit::test::RefValue g = gelukit::test::gelu_grad_ref(o.form, x, o.scale);
             uint32_t ref = gelukit::test::round_to_bits(gelukit::test::times(dy, g), dt);
             // dy = +-inf where the double GELU'(x) underflows to 0 (x far in the negative tail,
@@ -455,7 +454,6 @@ void fuzz_gelu(FuzzedDataProvider &fdp) {
             if (std::isinf(dy) && std::isfinite(x) && g.hi == 0.0 && g.lo == 0.0) {
                 ref = gelukit::test::round_to_bits({-dy, 0.0}, dt);
             }
-            const bool window = std::fabs(x / o.scale - gelukit::test::grad_root(o.form)) < 0.01;
             // dy = +-inf with GELU'(x) within the kernel's absolute error of 0 (next to the root):
             // the sign of dx, or whether inf * GELU' is NaN, is not determined by the bound.
             const bool undetermined =
