@@ -12,6 +12,10 @@
 //                                          GPU targets (schedule_gpu)
 //   m_block                                token rows per parallel task (hand schedule)
 //   avx512_tile_rows                       rows of the AVX-512 register tile, 0 = default (8)
+//   avx2_tile_rows, avx2_tile_vectors      the AVX2 register tile, 0 = default (4 x 3 vectors)
+//   k_block                                K block of both GEMMs, 0 = target default (AVX2 128)
+//   epilogue_at                            0: d_ff activation per task (fused), 1: at root
+//   gpu_rows                               token rows per GPU thread block (schedule_gpu)
 //
 // Arguments (Halide dimension order: innermost first):
 //   h      (k, m)            activations, M x d_model row-major
@@ -113,6 +117,35 @@ public:
     // zmm registers is the most that fits. Targets with fewer or narrower registers (AVX2,
     // SSE4.1, NEON) keep their default: their one-or-two-row tiles are already at the limit.
     GeneratorParam<int> avx512_tile_rows{"avx512_tile_rows", 0, 0, 9};
+    // The AVX2 register tile (8-lane float32 targets; 16 ymm registers): avx2_tile_rows token
+    // rows (0 = the default 4) x avx2_tile_vectors vectors of 8 features (0 = the default 3:
+    // half of the 48-feature panel; 1, 2, 3 or 6). A tile narrower than the panel walks the
+    // panel's slices outside its k loop. Registers: rows x vectors accumulators + vectors
+    // weights + 1 broadcast must fit 16 (see tile_rows for the measurements).
+    GeneratorParam<int> avx2_tile_rows{"avx2_tile_rows", 0, 0, 12};
+    GeneratorParam<int> avx2_tile_vectors{"avx2_tile_vectors", 0, 0, 6};
+    // K blocking of both GEMMs (hand schedule), in elements of the reduction. Without it each
+    // register tile runs the whole K loop with its accumulators in registers, and the tile's
+    // weight slice (24 x K floats = 72 KiB at K = 768) is re-read from L2 by every row tile.
+    // With it the accumulators of a whole panel x m_block live in a small buffer (48 x 32
+    // floats = 6 KiB), and for each K block every row tile of the task runs over that block, so
+    // the block's weights (48 x 128 floats = 24 KiB) are read from L1 by all of them; the cost
+    // is one load and store of the tile's accumulators per block.
+    // 0 = the target's default (AVX2: 128; AVX-512, SSE4.1, NEON: none, their tiles were
+    // measured without it); 8-4096, a multiple of 8 (whole bf16 pairs); a value >= K is one
+    // block, i.e. no K blocking.
+    GeneratorParam<int> k_block{"k_block", 0, 0, 4096};
+    // Where the d_ff activation (bias + GELU epilogue of the first GEMM) is computed, for the
+    // kinds with a second GEMM (ffn, geglu, swiglu): 0 = per task (m_block rows x d_ff, in L2,
+    // read by the second GEMM of the same task: the fused order), 1 = root (all M x d_ff
+    // written once, then the second GEMM over all of it: oneDNN's unfused order, which
+    // streams the weights once per m_block pass instead of once per task of both GEMMs).
+    GeneratorParam<int> epilogue_at{"epilogue_at", 0, 0, 1};
+    // Token rows per thread block of the GPU schedule (schedule_gpu_gemm): each thread owns
+    // 4 rows x 3 features, so a block has 16 x gpu_rows/4 threads (32 rows: 128 threads) and a
+    // 48 x gpu_rows float32 accumulator tile in shared memory (6 KiB at 32). A multiple of 8
+    // (whole warps), 8-128.
+    GeneratorParam<int> gpu_rows{"gpu_rows", 32, 8, 128};
 
     Input<Buffer<>> *h = nullptr;
     Input<Buffer<>> *w1 = nullptr;
@@ -126,6 +159,19 @@ public:
 
     void configure() {
         const Type st = dtype;
+        if (avx2_tile_vectors != 0 && kPanel % (8 * avx2_tile_vectors) != 0) {
+            throw std::invalid_argument("ffn: avx2_tile_vectors must be 0, 1, 2, 3 or 6 (slices of the 48-feature panel)");
+        }
+        if (k_block % 8 != 0) {
+            throw std::invalid_argument("ffn: k_block must be 0 (the target's default) or a multiple of 8");
+        }
+        if (gpu_rows % 8 != 0) {
+            throw std::invalid_argument("ffn: gpu_rows must be a multiple of 8 (whole warps per block)");
+        }
+        if (epilogue_at != 0 && kind == FfnKind::LinearGelu) {
+            throw std::invalid_argument("ffn: epilogue_at applies to the kinds with a second GEMM; linear_gelu's "
+                                        "epilogue is always in the output tile");
+        }
         if (st != Float(32) && st != BFloat(16)) {
             throw std::invalid_argument("ffn: dtype must be float32 or bfloat16");
         }
@@ -314,8 +360,14 @@ private:
     //  AVX-512 (32 zmm): 3 x 8 rows = 24 accumulators + 3 weights + 1 broadcast, no spills.
     //    Measured on one Sapphire Rapids core (Halide JIT, 512x768x3072, no epilogue):
     //    142 GFLOP/s = 81% of the 175 GFLOP/s FMA peak.
-    //  AVX2 (16 ymm): 6 x 2 rows; LLVM's code spills 6 registers per 12 FMAs there (found in
-    //    review; 1 row not measured against it yet). SSE4.1 (16 xmm): 12 x 1 row.
+    //  AVX2 (16 ymm): 3 vectors (24 features, two slices per panel) x 4 rows = 12 accumulators +
+    //    3 weights + 1 broadcast = 16, no spills in the k loop (assembly checked), with K blocks
+    //    of 128. The earlier 6 x 2 tile needed 19 registers: LLVM spilled 3 accumulators per k
+    //    step, a store-reload on their dependency chain. Measured on the Zen 3 VM (gelukit_tune,
+    //    Halide JIT, 2 threads, 512 x 768 x 3072, interleaved with the old default): ffn
+    //    98.7 -> 64.1 ms, linear_gelu 47.5 -> 28.6 ms (4 x 2 vectors, m_block 256); 6 x 2
+    //    vectors without K blocking only 41.5 ms: both the spill-free tile and L1-resident
+    //    weights are needed. SSE4.1 (16 xmm): 12 x 1 row.
     //  AArch64 NEON (32 q): 12 x 1 row. LLVM loads the step's 12 weight vectors up front, so 2
     //    rows (24 accumulators + 12 weights + broadcasts = 38 > 32) spilled 7-21 q-registers per
     //    K step (build-aarch64/generators/inspect/ffn_f32_erf_hand.s); 1 row does not (the gated
@@ -324,9 +376,12 @@ private:
     int tile_rows(bool two_accumulator_sets) const {
         const Target &t = get_target();
         const int lanes = natural_vector_size(Float(32));
-        int mr = t.arch == Target::ARM ? 1 : lanes >= 16 ? 8 : lanes == 8 ? 2 : 1;
+        int mr = t.arch == Target::ARM ? 1 : lanes >= 16 ? 8 : lanes == 8 ? 4 : 1;
         if (t.arch != Target::ARM && lanes >= 16 && avx512_tile_rows > 0) {
             mr = avx512_tile_rows;  // a tuned value (generators/schedules/)
+        }
+        if (t.arch != Target::ARM && lanes == 8 && avx2_tile_rows > 0) {
+            mr = avx2_tile_rows;  // a tuned value (generators/schedules/)
         }
         if (two_accumulator_sets) {
             mr = std::max(1, mr / 2);
@@ -334,25 +389,83 @@ private:
         return mr;
     }
 
-    void schedule_gemm(Func z, const RDom &r, int mr, int lanes) {
+    // Features of a register tile: the whole panel, or on AVX2 avx2_tile_vectors vectors.
+    int tile_features(int lanes) const {
+        const Target &t = get_target();
+        if (t.arch != Target::ARM && lanes == 8) {
+            return avx2_tile_vectors > 0 ? 8 * avx2_tile_vectors : 24;
+        }
+        return kPanel;
+    }
+
+    // K block in elements: the knob, else the target's default (AVX2: 128, see tile_rows;
+    // elsewhere none: the AVX-512 and NEON tiles were measured without K blocking).
+    int effective_k_block() const {
+        const Target &t = get_target();
+        if (k_block > 0) {
+            return k_block;
+        }
+        return t.arch != Target::ARM && natural_vector_size(Float(32)) == 8 ? 128 : 0;
+    }
+
+    // rows: the extent of z's m dimension where it is computed (mr: one register tile; with K
+    // blocking the whole m block, walked in register tiles of mr rows inside each K block).
+    void schedule_gemm(Func z, const RDom &r, int mr, int lanes, int rows) {
         // The consumer's tiles are guarded at the tensor edges (GuardWithIf), so Halide would
         // shrink the last tile's region to a non-constant size; fixing the realized extent keeps
         // every tile a full kPanel x mr register block (rows past M read the clamped last row).
-        z.bound_extent(pi, kPanel).bound_extent(po, 1).bound_extent(m, mr);
-        z.vectorize(pi, lanes).unroll(pi).unroll(m);
+        z.bound_extent(pi, kPanel).bound_extent(po, 1);
         Stage u = z.update();
-        // k outermost: every k step does kPanel/lanes weight loads, mr broadcasts of h and
-        // mr*kPanel/lanes FMAs into the register tile (unrolled pi and m).
-        u.reorder(r.x, pi, po, m, r.y);
-        if (kpair > 1) {
-            // bf16 pairs along k reduce into one float32 lane: Halide matches vdpbf16ps.
-            u.atomic().vectorize(r.x);
+        auto pair_lanes = [&] {
+            if (kpair > 1) {
+                // bf16 pairs along k reduce into one float32 lane: Halide matches vdpbf16ps.
+                u.atomic().vectorize(r.x);
+            }
+        };
+        const int tf = tile_features(lanes);
+        Var ps{"ps"}, pf{"pf"};
+        if (rows == mr) {
+            z.bound_extent(m, mr);
         }
-        u.vectorize(pi, lanes).unroll(pi).unroll(m);
+        if (rows == mr && tf == kPanel) {
+            z.vectorize(pi, lanes).unroll(pi).unroll(m);
+            // k outermost: every k step does kPanel/lanes weight loads, mr broadcasts of h and
+            // mr*kPanel/lanes FMAs into the register tile (unrolled pi and m).
+            u.reorder(r.x, pi, po, m, r.y);
+            pair_lanes();
+            u.vectorize(pi, lanes).unroll(pi).unroll(m);
+            return;
+        }
+        if (rows == mr) {
+            // A tile of tf features: the panel's slices (ps) outside the k loop.
+            z.vectorize(pi, lanes).unroll(pi).unroll(m);
+            u.split(pi, ps, pf, tf).reorder(r.x, pf, po, m, r.y, ps);
+            pair_lanes();
+            u.vectorize(pf, lanes).unroll(pf).unroll(m);
+            return;
+        }
+        // K blocking (k_block): K block outermost, then the register tiles of the m block, then
+        // the block's k steps; the tile's accumulators are loaded once per block (LLVM keeps them
+        // in registers over the k loop: the buffer is local and cannot alias the inputs).
+        // The m block's rows are computed as far as the consumer needs them, rounded up to whole
+        // register tiles (a short last block, or M = 1, costs at most one partial tile, not a
+        // whole block); the storage is fixed at the rounded block (a stack buffer).
+        Var mt{"mt"}, mri{"mri"};
+        RVar rko{"rko"}, rki{"rki"};
+        z.bound_storage(m, rows);
+        z.split(m, mt, mri, mr, TailStrategy::RoundUp).vectorize(pi, lanes).unroll(pi).unroll(mri);
+        u.split(m, mt, mri, mr, TailStrategy::RoundUp)
+            .split(pi, ps, pf, tf)
+            .split(r.y, rko, rki, std::max(1, effective_k_block() / kpair), TailStrategy::GuardWithIf)
+            .reorder(r.x, pf, po, mri, rki, ps, mt, rko);
+        pair_lanes();
+        u.vectorize(pf, lanes)
+            .unroll(pf)
+            .unroll(mri);
     }
 
     // GPU (CUDA) schedule. Each GEMM is one kernel over output tiles of one weight panel
-    // (kPanel = 48 features) x 32 token rows per block, 16 x 8 = 128 threads per block. The
+    // (kPanel = 48 features) x gpu_rows (32) token rows per block, 16 x 8 = 128 threads per block. The
     // block's 48 x 32 accumulators live in shared memory (6 KiB), each thread owning a 3 x 4
     // register tile of them: for every k it reads 3 weights and 4 activations and does 12 FMAs
     // (unrolled; the register-tiling idea of Halide's apps/cuda_mat_mul). The K loop is inside
@@ -366,7 +479,7 @@ private:
     // BERT-base, L2-resident on A100/H100).
     void schedule_gpu_gemm(Func out_f, Func z, Func zgate, const RDom &r) {
         Var no{"no"}, ni{"ni"}, mo{"mo"}, mi{"mi"}, tn{"tn"}, rn{"rn"}, tm{"tm"}, rm{"rm"};
-        const int rows = 32, cols_per_thread = 3, rows_per_thread = 4;
+        const int rows = gpu_rows, cols_per_thread = 3, rows_per_thread = 4;  // gpu_rows: 32 by default
         out_f.split(n, no, ni, kPanel, TailStrategy::GuardWithIf)
             .split(m, mo, mi, rows, TailStrategy::GuardWithIf)
             .split(ni, tn, rn, cols_per_thread, TailStrategy::RoundUp)
@@ -433,27 +546,49 @@ private:
             .vectorize(ni, lanes)
             .parallel(mo)
             .parallel(no);
+        // Without K blocking each GEMM's accumulators are computed per register tile (mio);
+        // with it, per panel (no) of the m block, the K-block loop outside the row tiles.
+        const bool kb = effective_k_block() > 0;
+        // The K-blocked accumulator buffer holds whole register tiles (m block rounded up).
+        auto kb_rows = [&](int mr) { return kb ? (mb + mr - 1) / mr * mr : mr; };
         if (kind == FfnKind::LinearGelu) {
             // GEMM and epilogue per output tile: the pre-activation never leaves registers/L1.
-            schedule_gemm(z1.compute_at(O, mio), r1, mr1, lanes);
-            if (gated()) {
-                schedule_gemm(zv.compute_at(O, mio), r1, mr1, lanes);
+            for (Func z : {z1, zv}) {
+                if (z.defined()) {
+                    schedule_gemm(z.compute_at(O, kb ? no : mio), r1, mr1, lanes, kb_rows(mr1));
+                }
             }
             return;
         }
-        // Whole block: per task of mb token rows, the d_ff intermediate a (mb x d_ff: 384 KiB
-        // at d_ff 3072, L2-resident) is computed tile by tile (GEMM1 + epilogue), then read by
-        // the second GEMM's tiles; it never makes a round trip through memory.
-        schedule_gemm(z2.compute_at(O, mio), r2, mr2, lanes);
-        a.compute_at(O, mo)
-            .split(n, no, ni, kPanel, TailStrategy::RoundUp)
-            .split(m, mio, mii, mr1, TailStrategy::RoundUp)
-            .reorder(ni, mii, mio, no)
-            .vectorize(ni, lanes)
-            .parallel(no);
-        schedule_gemm(z1.compute_at(a, mio), r1, mr1, lanes);
-        if (gated()) {
-            schedule_gemm(zv.compute_at(a, mio), r1, mr1, lanes);
+        schedule_gemm(z2.compute_at(O, kb ? no : mio), r2, mr2, lanes, kb_rows(mr2));
+        Var ao{"ao"}, ai{"ai"};
+        if (epilogue_at == 0) {
+            // Whole block: per task of mb token rows, the d_ff intermediate a (mb x d_ff: 384 KiB
+            // at d_ff 3072, L2-resident) is computed tile by tile (GEMM1 + epilogue), then read by
+            // the second GEMM's tiles; it never makes a round trip through memory.
+            a.compute_at(O, mo)
+                .split(n, no, ni, kPanel, TailStrategy::RoundUp)
+                .split(m, mio, mii, mr1, TailStrategy::RoundUp)
+                .reorder(ni, mii, mio, no)
+                .vectorize(ni, lanes)
+                .parallel(no);
+        } else {
+            // Unfused order: all of a first (tasks of mb rows x one panel, like the output), then
+            // the second GEMM reads it back from L3/memory (M x d_ff x 4 B: 6 MiB at BERT-base).
+            // GuardWithIf on m: a has exactly M rows here (the runtime's rows, no padding).
+            a.compute_root()
+                .split(m, ao, ai, mb, TailStrategy::GuardWithIf)
+                .split(n, no, ni, kPanel, TailStrategy::GuardWithIf)
+                .split(ai, mio, mii, mr1, TailStrategy::GuardWithIf)
+                .reorder(ni, mii, mio, no, ao)
+                .vectorize(ni, lanes)
+                .parallel(ao)
+                .parallel(no);
+        }
+        for (Func z : {z1, zv}) {
+            if (z.defined()) {
+                schedule_gemm(z.compute_at(a, kb ? no : mio), r1, mr1, lanes, kb_rows(mr1));
+            }
         }
     }
 };

@@ -6,8 +6,9 @@
 //   1. the generator (generators/*.cpp, linked into this binary) is JIT-compiled for the host
 //      with the default knobs: the incumbent;
 //   2. candidates: random knob combinations first, then local refinement (one knob moved to a
-//      neighbouring value of the current best), until --trials or --budget-s is used up or
-//      200 draws in a row find no untried candidate (the incumbent's neighbours are done); plus
+//      neighbouring value of the current best; random again once the best's neighbours are all
+//      measured), until --trials or --budget-s is used up or every point of the space is
+//      measured; plus
 //      Halide's autoschedulers (Adams2019, Mullapudi2016, Li2018) on the same pipeline;
 //   3. every candidate's output is checked against an independent double-precision reference
 //      (tests/support/reference.cpp; the per-kernel ULP bounds of tests/support/tolerances.h
@@ -129,6 +130,7 @@ struct Knob {
     std::vector<int> values;  // searched values, ascending
     int default_value;
     int min, max;  // the GeneratorParam's range (cmake/GelukitSchedules.cmake checks the same)
+    int step = 1;  // values must be multiples of it (gpu_block: 32, k_block and gpu_rows: 8)
 };
 
 using Knobs = std::map<std::string, int>;
@@ -140,11 +142,28 @@ std::vector<Knob> gelu_knobs() {
             {"parallel_grain", {2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144}, 16384, 256, 1 << 24}};
 }
 
-std::vector<Knob> ffn_knobs() {
+// second_gemm: the kinds with a second GEMM (ffn, geglu, swiglu) also have epilogue_at.
+std::vector<Knob> ffn_knobs(bool second_gemm = true) {
     // m_block: token rows per task (L2 residency of the d_ff intermediate vs task count);
-    // avx512_tile_rows: register tile rows (0 = the default 8).
-    return {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 32, 1, 4096},
-            {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0, 0, 9}};
+    // avx512_tile_rows: register tile rows (0 = the default 8);
+    // avx2_tile_rows x avx2_tile_vectors: the AVX2 register tile (0 = the default 4 x 3);
+    // k_block: K block of both GEMMs (0 = the target's default: 128 on AVX2, none elsewhere;
+    //   4096 = one block, no K blocking; 32-384 keep a panel's weight block of 6-72 KiB in
+    //   L1/L2 for all row tiles of a task);
+    // epilogue_at: the d_ff activation per task (0, fused) or for all M first (1, unfused).
+    std::vector<Knob> k = {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 32, 1, 4096},
+                           {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0, 0, 9},
+                           {"avx2_tile_rows", {0, 1, 2, 3, 6}, 0, 0, 12},
+                           {"avx2_tile_vectors", {0, 1, 2, 6}, 0, 0, 6},
+                           {"k_block", {0, 32, 64, 256, 384, 4096}, 0, 0, 4096, 8}};
+    if (second_gemm) k.push_back({"epilogue_at", {0, 1}, 0, 0, 1});
+    return k;
+}
+
+// Knobs the build takes but the host tuner does not search (GPU schedules: no GPU in the JIT).
+std::vector<Knob> gpu_only_knobs(bool gelu) {
+    if (gelu) return {{"gpu_block", {}, 256, 32, 1024, 32}};
+    return {{"gpu_rows", {}, 32, 8, 128, 8}};
 }
 
 std::string knobs_label(const Knobs &k) {
@@ -565,19 +584,28 @@ json tune_kernel(const std::string &name, Workload &w, std::vector<Knob> space, 
     };
     size_t space_size = 1;
     for (const Knob &kn : space) space_size *= kn.values.size();
+    // Points of the searched space measured so far (the defaults count if they lie in it: a
+    // default outside the --space values, e.g. m_block 32 with --space m_block=8,16, does not).
+    size_t space_seen = 1;
+    for (const Knob &kn : space) {
+        if (std::find(kn.values.begin(), kn.values.end(), kn.default_value) == kn.values.end()) space_seen = 0;
+    }
 
     int done = 1;
     const int total = ts.trials;
     int stale = 0;
-    while (done < total && seconds_since(t0) < ts.budget_s && seen.size() < space_size && stale < 200) {
-        // First half random sampling, then refinement around the incumbent.
-        Knobs k = done < total / 2 ? random_knobs() : neighbour(incumbent.cand.knobs);
+    while (done < total && seconds_since(t0) < ts.budget_s && space_seen < space_size && stale < 1000) {
+        // First half random sampling, then refinement around the incumbent; once 50 draws in a
+        // row found only measured neighbours (the incumbent's neighbourhood is done), random
+        // sampling again.
+        Knobs k = done < total / 2 || stale >= 50 ? random_knobs() : neighbour(incumbent.cand.knobs);
         if (seen.count(k)) {
             stale++;
             continue;
         }
         stale = 0;
         seen[k] = true;
+        space_seen++;
         Result r = evaluate(w, {"", k}, opt, &incumbent);
         done++;
         if (!r.ok) {
@@ -695,8 +723,8 @@ json load_existing(const std::string &path, const std::string &arch) {
         const bool ffn = starts(name, "ffn_") || starts(name, "linear_gelu_") || starts(name, "geglu_") ||
                          starts(name, "swiglu_");
         const std::string generator = !gelu ? "ffn" : starts(name, "gelu_fwd_") ? "gelu_forward" : "gelu_backward";
-        std::vector<Knob> space = gelu ? gelu_knobs() : ffn_knobs();
-        if (gelu) space.push_back({"gpu_block", {}, 256, 32, 1024});
+        std::vector<Knob> space = gelu ? gelu_knobs() : ffn_knobs(!starts(name, "linear_gelu_"));
+        for (const Knob &g : gpu_only_knobs(gelu)) space.push_back(g);
         std::string why;
         if (!(gelu || ffn) || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
             why = "not a GELU or FFN kernel name";
@@ -710,9 +738,11 @@ json load_existing(const std::string &path, const std::string &arch) {
                 if (k == space.end()) {
                     why = "unknown knob " + knob;
                 } else if (!value.is_number_integer() || value.get<int64_t>() < k->min || value.get<int64_t>() > k->max ||
-                           (knob == "gpu_block" && value.get<int64_t>() % 32 != 0)) {
+                           value.get<int64_t>() % k->step != 0) {
                     why = knob + " is not an integer in [" + std::to_string(k->min) + ", " + std::to_string(k->max) + "]" +
-                          (knob == "gpu_block" ? ", a multiple of 32" : "");
+                          (k->step > 1 ? ", a multiple of " + std::to_string(k->step) : "");
+                } else if (knob == "avx2_tile_vectors" && (value.get<int64_t>() == 4 || value.get<int64_t>() == 5)) {
+                    why = "avx2_tile_vectors must divide the 6-vector panel";
                 }
             }
         }
@@ -784,7 +814,7 @@ int main(int argc, char **argv) {
         const bool whole = p[0] == "ffn";
         entries.push_back({p[0] + "_" + p[1] + "_" + p[2],
                            [=] { return std::make_unique<FfnWorkload>(whole, ffn_m, ffn_d_model, ffn_d_ff, ts.seed); },
-                           ffn_knobs()});
+                           ffn_knobs(whole)});
     }
     if (list) {
         for (const Entry &e : entries) {
@@ -821,9 +851,10 @@ int main(int argc, char **argv) {
         const auto k = std::find_if(all.begin(), all.end(), [&](const Knob &kb) { return kb.name == knob; });
         if (k == all.end()) fail("--space " + s + ": unknown knob '" + knob + "' (gelukit_tune --list)");
         for (int v : values) {
-            if (v < k->min || v > k->max) {
+            if (v < k->min || v > k->max || v % k->step != 0) {
                 fail("--space " + s + ": " + std::to_string(v) + " is outside " + knob + "'s range [" +
-                     std::to_string(k->min) + ", " + std::to_string(k->max) + "]");
+                     std::to_string(k->min) + ", " + std::to_string(k->max) + "]" +
+                     (k->step > 1 ? " or not a multiple of " + std::to_string(k->step) : ""));
             }
         }
         std::sort(values.begin(), values.end());
@@ -850,14 +881,17 @@ int main(int argc, char **argv) {
     for (const Entry &e : entries) {
         if (!kernels.empty() && std::find(kernels.begin(), kernels.end(), e.name) == kernels.end()) continue;
         std::unique_ptr<Workload> w = e.make();
-        // avx512_tile_rows changes nothing on a host without AVX-512 (tile_rows in
-        // ffn_generator.cpp): searching it there only spends trials on identical code.
+        // avx512_tile_rows changes nothing on a host without AVX-512, the avx2_tile_* knobs
+        // nothing on one with it (the JIT code is 16 lanes wide there; tile_rows and
+        // tile_features in ffn_generator.cpp): searching them only spends trials on identical
+        // code. (The sub-targets the host does not run keep their defaults in the file.)
         std::vector<Knob> space = e.space;
-        if (!opt.target.has_feature(Halide::Target::AVX512)) {
-            space.erase(std::remove_if(space.begin(), space.end(),
-                                       [](const Knob &k) { return k.name == "avx512_tile_rows"; }),
-                        space.end());
-        }
+        const bool avx512 = opt.target.has_feature(Halide::Target::AVX512);
+        space.erase(std::remove_if(space.begin(), space.end(),
+                                   [&](const Knob &k) {
+                                       return avx512 ? k.name.rfind("avx2_", 0) == 0 : k.name == "avx512_tile_rows";
+                                   }),
+                    space.end());
         json entry = tune_kernel(e.name, *w, space, opt, ts);
         kernels_json[e.name] = entry;
         summary.push_back({e.name, entry});

@@ -40,14 +40,29 @@ expect("pos GREATER -1" "no message about the corrupt file: ${err}")
 string(FIND "${out}" "| gelu_fwd_f32_erf_acc | N=786432 |" pos)
 expect("pos GREATER -1" "no summary row for the GELU kernel: ${out}")
 
-# 2 (FFN): merged into the same file; d_ff = 100 is not a multiple of the 48-wide panels.
+# 2 (FFN): merged into the same file; d_ff = 100 is not a multiple of the 48-wide panels,
+# d_model = 100 not a multiple of the K blocks, M = 37 not a multiple of the m blocks. The
+# whole FFN's space (2 x 2 x 2 = 8 candidates, the default m_block 32 is a 9th) is measured
+# completely, so every combination of K blocking and epilogue level is JIT-compiled and
+# checked against the double reference; none may be discarded.
 execute_process(
     COMMAND "${TUNE}" --kernel linear_gelu_f32_erf --trials 3 --budget-s 60 --repetitions 5
-            --space m_block=8,16 --space avx512_tile_rows=0,4 --ffn-m 16 --ffn-d-model 64
-            --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${file}"
+            --space m_block=8,16 --space avx512_tile_rows=0,4 --space avx2_tile_rows=0,1
+            --space avx2_tile_vectors=0,2 --space k_block=0,32 --ffn-m 16
+            --ffn-d-model 64 --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${file}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "${out}")
 expect("rc EQUAL 0" "tuning the FFN kernel failed (${rc}): ${err}")
+execute_process(
+    COMMAND "${TUNE}" --kernel ffn_f32_erf --trials 9 --budget-s 120 --repetitions 3
+            --space m_block=8,16 --space k_block=0,32 --space epilogue_at=0,1 --space avx512_tile_rows=0
+            --space avx2_tile_rows=0 --space avx2_tile_vectors=0
+            --ffn-m 37 --ffn-d-model 100 --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${file}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "${out}")
+expect("rc EQUAL 0" "tuning the whole FFN failed (${rc}): ${err}")
+string(FIND "${err}" "discarded" pos)
+expect("pos EQUAL -1" "an FFN candidate failed its reference check: ${err}")
 
 file(READ "${file}" text)
 string(JSON version GET "${text}" version)
@@ -55,6 +70,9 @@ string(JSON trials GET "${text}" kernels gelu_fwd_f32_erf_acc measured trials)
 string(JSON adams_ok GET "${text}" kernels gelu_fwd_f32_erf_acc autoschedulers 0 ok)
 expect("version EQUAL 1" "version ${version}")
 expect("trials EQUAL 4" "the GELU search ran ${trials} trials, not the 4 asked for")
+string(JSON ffn_trials GET "${text}" kernels ffn_f32_erf measured trials)
+string(JSON ffn_discarded GET "${text}" kernels ffn_f32_erf measured discarded)
+expect("ffn_trials EQUAL 9 AND ffn_discarded EQUAL 0" "the FFN search measured ${ffn_trials} candidates (9 wanted), ${ffn_discarded} discarded")
 expect("adams_ok" "Adams2019 was not measured as a candidate: ${text}")
 
 # 3: the build's reader.
@@ -65,8 +83,8 @@ gelukit_schedule_params(gelu_fwd_f32_erf_acc gelu_knobs)
 gelukit_schedule_params(linear_gelu_f32_erf ffn_knobs)
 expect("gelu_knobs MATCHES \"^parallel_grain=(16384|65536);vector_multiple=(1|2)$\"" "GELU knobs '${gelu_knobs}'")
 # (the defaults, m_block 32 and tile rows 0, stay when no candidate beats them significantly)
-# (avx512_tile_rows is searched only on an AVX-512 host)
-expect("ffn_knobs MATCHES \"^(avx512_tile_rows=(0|4);)?m_block=(8|16|32)$\"" "FFN knobs '${ffn_knobs}'")
+# (avx512_tile_rows is searched only on an AVX-512 host, the avx2_tile_* knobs only elsewhere)
+expect("ffn_knobs MATCHES \"^(avx2_tile_rows=(0|1);avx2_tile_vectors=(0|2);)?(avx512_tile_rows=(0|4);)?k_block=(0|32);m_block=(8|16|32)$\"" "FFN knobs '${ffn_knobs}'")
 # Each case: the file's "kernels" value (or none: no file) and the message the reader must give.
 set(head "{\"format\": \"gelukit-schedules\", \"version\": 1, \"arch\": \"${ARCH}\", \"kernels\": ")
 set(k "\"gelu_fwd_f32_erf_acc\"")
@@ -110,7 +128,7 @@ execute_process(
             -DGELUKIT_SCHEDULE_FILE=${file} ${CONFIGURE_ARGS}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 expect("rc EQUAL 0" "configuring gelukit with the tuned file failed: ${out} ${err}")
-string(FIND "${out}" "gelukit: 2 tuned kernel(s) from ${file}" pos)
+string(FIND "${out}" "gelukit: 3 tuned kernel(s) from ${file}" pos)
 expect("pos GREATER -1" "the configure did not report the tuned file: ${out}")
 file(READ "${WORK}/configure/build.ninja" ninja)
 string(REGEX MATCH "-f gelu_fwd_f32_erf_acc_tuned[^\n]*" gelu_cmd "${ninja}")
