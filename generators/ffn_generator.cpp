@@ -41,6 +41,9 @@
 // With bf16 the GELU output is rounded to bf16 for the second GEMM (handed case G28: bias added
 // in float32, one rounding).
 #include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
 
 #include "Halide.h"
 #include "common/ffn_layout.h"
@@ -159,6 +162,20 @@ public:
 
     void configure() {
         const Type st = dtype;
+        // Halide 21 does not enforce a GeneratorParam's min/max: the ranges are checked here
+        // (the same as cmake/GelukitSchedules.cmake's), so that a direct generator run with a
+        // bad value fails with the knob's name rather than building a nonsense schedule.
+        const std::pair<const GeneratorParam<int> *, std::array<int, 2>> ranges[] = {
+            {&m_block, {1, 4096}},      {&avx512_tile_rows, {0, 9}}, {&avx2_tile_rows, {0, 12}},
+            {&avx2_tile_vectors, {0, 6}}, {&k_block, {0, 4096}},     {&epilogue_at, {0, 1}},
+            {&gpu_rows, {8, 128}}};
+        for (const auto &[param, range] : ranges) {
+            const int value = *param;
+            if (value < range[0] || value > range[1]) {
+                throw std::invalid_argument("ffn: " + param->name() + " = " + std::to_string(value) + " is outside [" +
+                                            std::to_string(range[0]) + ", " + std::to_string(range[1]) + "]");
+            }
+        }
         if (avx2_tile_vectors != 0 && kPanel % (8 * avx2_tile_vectors) != 0) {
             throw std::invalid_argument("ffn: avx2_tile_vectors must be 0, 1, 2, 3 or 6 (slices of the 48-feature panel)");
         }
@@ -364,15 +381,18 @@ private:
     //    3 weights + 1 broadcast = 16, no spills in the k loop (assembly checked), with K blocks
     //    of 128. The earlier 6 x 2 tile needed 19 registers: LLVM spilled 3 accumulators per k
     //    step, a store-reload on their dependency chain. Measured on the Zen 3 VM (gelukit_tune,
-    //    Halide JIT, 2 threads, 512 x 768 x 3072, interleaved with the old default): ffn
-    //    98.7 -> 64.1 ms, linear_gelu 47.5 -> 28.6 ms (4 x 2 vectors, m_block 256); 6 x 2
-    //    vectors without K blocking only 41.5 ms: both the spill-free tile and L1-resident
-    //    weights are needed. SSE4.1 (16 xmm): 12 x 1 row.
+    //    Halide JIT, 2 threads, 512 x 768 x 3072, each interleaved with the old default, final
+    //    test): ffn 98.7 -> 64.1 ms with this 4 x 3 tile and K blocks of 128 (the search's best);
+    //    linear_gelu 47.5 -> 28.6 ms with 4 x 2 vectors, K blocks of 128, m_block 256, while 6 x 2
+    //    vectors without K blocking reached only 41.5 ms and K blocks with the old tile 41.5 ms:
+    //    both the spill-free tile and L1-resident weights are needed. SSE4.1 (16 xmm): 12 x 1 row.
     //  AArch64 NEON (32 q): 12 x 1 row. LLVM loads the step's 12 weight vectors up front, so 2
     //    rows (24 accumulators + 12 weights + broadcasts = 38 > 32) spilled 7-21 q-registers per
     //    K step (build-aarch64/generators/inspect/ffn_f32_erf_hand.s); 1 row does not (the gated
     //    kinds' 12-accumulator loops had none).
-    // Gated kinds carry two accumulator sets (W1 and V), so half the rows.
+    // Gated kinds carry two accumulator sets (W1 and V), so half the rows. (In the hand schedule
+    // z1 and zv are separate loop nests, so on AVX2 each has only 2 x 3 accumulators, 10 of the
+    // 16 ymm: the halving is not needed there; full-height tiles for them are not measured yet.)
     int tile_rows(bool two_accumulator_sets) const {
         const Target &t = get_target();
         const int lanes = natural_vector_size(Float(32));
@@ -449,7 +469,9 @@ private:
         // in registers over the k loop: the buffer is local and cannot alias the inputs).
         // The m block's rows are computed as far as the consumer needs them, rounded up to whole
         // register tiles (a short last block, or M = 1, costs at most one partial tile, not a
-        // whole block); the storage is fixed at the rounded block (a stack buffer).
+        // whole block); the storage is fixed at the rounded block (48 x rows floats: on the stack
+        // up to Halide's 16 KiB limit, i.e. m_block <= 85; larger blocks are one halide_malloc
+        // per task and panel, small next to the block's GEMM).
         Var mt{"mt"}, mri{"mri"};
         RVar rko{"rko"}, rki{"rki"};
         z.bound_storage(m, rows);

@@ -573,11 +573,21 @@ json tune_kernel(const std::string &name, Workload &w, std::vector<Knob> space, 
         for (const Knob &kn : space) k[kn.name] = kn.values[rng() % kn.values.size()];
         return k;
     };
+    // A point of the searched space next to base: knobs whose value lies outside the space (a
+    // default not among the --space values) are first moved onto the space's value nearest to
+    // it, then one knob is moved to a neighbouring value. Every candidate is thus in the space.
     auto neighbour = [&](const Knobs &base) {
         Knobs k = base;
+        for (const Knob &kn : space) {
+            if (std::find(kn.values.begin(), kn.values.end(), k[kn.name]) == kn.values.end()) {
+                k[kn.name] = *std::min_element(kn.values.begin(), kn.values.end(), [&](int a, int b) {
+                    return std::abs(a - base.at(kn.name)) < std::abs(b - base.at(kn.name));
+                });
+            }
+        }
         const Knob &kn = space[rng() % space.size()];
-        auto pos = std::find(kn.values.begin(), kn.values.end(), base.at(kn.name));
-        int i = pos == kn.values.end() ? 0 : int(pos - kn.values.begin());
+        auto pos = std::find(kn.values.begin(), kn.values.end(), k.at(kn.name));
+        int i = int(pos - kn.values.begin());
         i = std::clamp(i + ((rng() % 2) ? 1 : -1), 0, int(kn.values.size()) - 1);
         k[kn.name] = kn.values[i];
         return k;
@@ -591,6 +601,9 @@ json tune_kernel(const std::string &name, Workload &w, std::vector<Knob> space, 
         if (std::find(kn.values.begin(), kn.values.end(), kn.default_value) == kn.values.end()) space_seen = 0;
     }
 
+    // Every searched candidate, in order (the file's "candidates": what was tried, not only the
+    // winner).
+    json candidates_log = json::array();
     int done = 1;
     const int total = ts.trials;
     int stale = 0;
@@ -608,6 +621,10 @@ json tune_kernel(const std::string &name, Workload &w, std::vector<Knob> space, 
         space_seen++;
         Result r = evaluate(w, {"", k}, opt, &incumbent);
         done++;
+        candidates_log.push_back({{"knobs", knobs_label(k)},
+                                  {"ok", r.ok},
+                                  {"median_ms", r.ok ? json(r.median_ms) : json(nullptr)},
+                                  {"incumbent_median_ms_alongside", r.ok ? json(median(r.rival_ms)) : json(nullptr)}});
         if (!r.ok) {
             discarded++;
             std::fprintf(stderr, "\n  %s: discarded: %s\n", r.cand.label().c_str(), r.error.c_str());
@@ -668,7 +685,8 @@ json tune_kernel(const std::string &name, Workload &w, std::vector<Knob> space, 
                     {"repetitions", 2 * opt.repetitions},
                     {"trials", done},
                     {"discarded", discarded},
-                    {"seconds", seconds_since(t0)}}},
+                    {"seconds", seconds_since(t0)},
+                    {"candidates", candidates_log}}},
                   {"autoschedulers", autos}};
     return entry;
 }
@@ -725,6 +743,8 @@ json load_existing(const std::string &path, const std::string &arch) {
         const std::string generator = !gelu ? "ffn" : starts(name, "gelu_fwd_") ? "gelu_forward" : "gelu_backward";
         std::vector<Knob> space = gelu ? gelu_knobs() : ffn_knobs(!starts(name, "linear_gelu_"));
         for (const Knob &g : gpu_only_knobs(gelu)) space.push_back(g);
+        // The build accepts epilogue_at = 0 (its only value) for linear_gelu.
+        if (starts(name, "linear_gelu_")) space.push_back({"epilogue_at", {}, 0, 0, 0});
         std::string why;
         if (!(gelu || ffn) || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
             why = "not a GELU or FFN kernel name";
@@ -851,13 +871,15 @@ int main(int argc, char **argv) {
         const auto k = std::find_if(all.begin(), all.end(), [&](const Knob &kb) { return kb.name == knob; });
         if (k == all.end()) fail("--space " + s + ": unknown knob '" + knob + "' (gelukit_tune --list)");
         for (int v : values) {
-            if (v < k->min || v > k->max || v % k->step != 0) {
+            if (v < k->min || v > k->max || v % k->step != 0 || (knob == "avx2_tile_vectors" && (v == 4 || v == 5))) {
                 fail("--space " + s + ": " + std::to_string(v) + " is outside " + knob + "'s range [" +
                      std::to_string(k->min) + ", " + std::to_string(k->max) + "]" +
-                     (k->step > 1 ? " or not a multiple of " + std::to_string(k->step) : ""));
+                     (k->step > 1 ? " or not a multiple of " + std::to_string(k->step) : "") +
+                     (knob == "avx2_tile_vectors" ? " (avx2_tile_vectors: 0, 1, 2, 3 or 6)" : ""));
             }
         }
         std::sort(values.begin(), values.end());
+        values.erase(std::unique(values.begin(), values.end()), values.end());
         ts.restrict_space[s.substr(0, eq)] = values;
     }
     if (autoschedulers != "none") ts.autoschedulers = split(autoschedulers, ',');
@@ -882,14 +904,17 @@ int main(int argc, char **argv) {
         if (!kernels.empty() && std::find(kernels.begin(), kernels.end(), e.name) == kernels.end()) continue;
         std::unique_ptr<Workload> w = e.make();
         // avx512_tile_rows changes nothing on a host without AVX-512, the avx2_tile_* knobs
-        // nothing on one with it (the JIT code is 16 lanes wide there; tile_rows and
+        // nothing unless the host's widest float32 vectors are AVX2's 8 lanes (tile_rows and
         // tile_features in ffn_generator.cpp): searching them only spends trials on identical
         // code. (The sub-targets the host does not run keep their defaults in the file.)
         std::vector<Knob> space = e.space;
-        const bool avx512 = opt.target.has_feature(Halide::Target::AVX512);
+        const bool x86 = opt.target.arch == Halide::Target::X86;
+        const bool avx512 = x86 && opt.target.has_feature(Halide::Target::AVX512);
+        const bool avx2 = x86 && !avx512 && opt.target.has_feature(Halide::Target::AVX2);
         space.erase(std::remove_if(space.begin(), space.end(),
                                    [&](const Knob &k) {
-                                       return avx512 ? k.name.rfind("avx2_", 0) == 0 : k.name == "avx512_tile_rows";
+                                       return (!avx2 && k.name.rfind("avx2_", 0) == 0) ||
+                                              (!avx512 && k.name == "avx512_tile_rows");
                                    }),
                     space.end());
         json entry = tune_kernel(e.name, *w, space, opt, ts);

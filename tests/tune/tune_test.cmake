@@ -73,6 +73,22 @@ expect("trials EQUAL 4" "the GELU search ran ${trials} trials, not the 4 asked f
 string(JSON ffn_trials GET "${text}" kernels ffn_f32_erf measured trials)
 string(JSON ffn_discarded GET "${text}" kernels ffn_f32_erf measured discarded)
 expect("ffn_trials EQUAL 9 AND ffn_discarded EQUAL 0" "the FFN search measured ${ffn_trials} candidates (9 wanted), ${ffn_discarded} discarded")
+# ... and they are the 8 points of the space (plus the default, which lies outside it).
+string(JSON n_cand LENGTH "${text}" kernels ffn_f32_erf measured candidates)
+set(labels "")
+math(EXPR last_cand "${n_cand} - 1")
+foreach (i RANGE ${last_cand})
+    string(JSON label GET "${text}" kernels ffn_f32_erf measured candidates ${i} knobs)
+    string(APPEND labels "[${label}]")
+endforeach ()
+foreach (e IN ITEMS 0 1)
+    foreach (kb IN ITEMS 0 32)
+        foreach (mb IN ITEMS 8 16)
+            string(FIND "${labels}" "epilogue_at=${e} k_block=${kb} m_block=${mb}" pos)
+            expect("pos GREATER -1" "epilogue_at=${e} k_block=${kb} m_block=${mb} was not measured: ${labels}")
+        endforeach ()
+    endforeach ()
+endforeach ()
 expect("adams_ok" "Adams2019 was not measured as a candidate: ${text}")
 
 # 3: the build's reader.
