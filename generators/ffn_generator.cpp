@@ -117,8 +117,8 @@ public:
     GeneratorParam<int> m_block{"m_block", 32, 1, 4096};
     // Token rows of the AVX-512 register tile (tile_rows): 0 = the reasoned default (8; 4 for
     // the gated kinds). 1-9: 9 rows x 3 accumulators + 3 weights + 1 broadcast = 31 of the 32
-    // zmm registers is the most that fits. Targets with fewer or narrower registers (AVX2,
-    // SSE4.1, NEON) keep their default: their one-or-two-row tiles are already at the limit.
+    // zmm registers is the most that fits. Other targets ignore it (AVX2 has its own knobs
+    // below; the SSE4.1 and NEON one-row tiles are already at their register limit).
     GeneratorParam<int> avx512_tile_rows{"avx512_tile_rows", 0, 0, 9};
     // The AVX2 register tile (8-lane float32 targets; 16 ymm registers): avx2_tile_rows token
     // rows (0 = the default 4) x avx2_tile_vectors vectors of 8 features (0 = the default 3:
@@ -394,28 +394,33 @@ private:
     // hand schedule z1 and zv are separate loop nests, and halved AVX2 tiles used only 2 x 3
     // accumulators, 10 of the 16 ymm (found in review); full 4-row tiles there: see the README's
     // FFN speed section for the measurement. (AVX-512 keeps the halving: not measured.)
+    // The x86 float32 vector widths the tiles are chosen for (ARM NEON is 4 lanes, like SSE4.1).
+    bool avx2_tile() const {
+        return get_target().arch != Target::ARM && natural_vector_size(Float(32)) == 8;
+    }
+    bool avx512_tile() const {
+        return get_target().arch != Target::ARM && natural_vector_size(Float(32)) >= 16;
+    }
+
     int tile_rows(bool two_accumulator_sets) const {
-        const Target &t = get_target();
-        const int lanes = natural_vector_size(Float(32));
-        int mr = t.arch == Target::ARM ? 1 : lanes >= 16 ? 8 : lanes == 8 ? 4 : 1;
-        if (t.arch != Target::ARM && lanes >= 16 && avx512_tile_rows > 0) {
+        int mr = avx512_tile() ? 8 : avx2_tile() ? 4 : 1;
+        if (avx512_tile() && avx512_tile_rows > 0) {
             mr = avx512_tile_rows;  // a tuned value (generators/schedules/)
         }
-        if (t.arch != Target::ARM && lanes == 8 && avx2_tile_rows > 0) {
+        if (avx2_tile() && avx2_tile_rows > 0) {
             mr = avx2_tile_rows;  // a tuned value (generators/schedules/)
         }
         // On AVX2 the two sets are separate loop nests (z1 and zv each compute_at their own
         // level, schedule_hand), so each nest has the full 16 ymm: no halving there.
-        if (two_accumulator_sets && !(t.arch != Target::ARM && lanes == 8)) {
+        if (two_accumulator_sets && !avx2_tile()) {
             mr = std::max(1, mr / 2);
         }
         return mr;
     }
 
     // Features of a register tile: the whole panel, or on AVX2 avx2_tile_vectors vectors.
-    int tile_features(int lanes) const {
-        const Target &t = get_target();
-        if (t.arch != Target::ARM && lanes == 8) {
+    int tile_features() const {
+        if (avx2_tile()) {
             return avx2_tile_vectors > 0 ? 8 * avx2_tile_vectors : 24;
         }
         return kPanel;
@@ -424,11 +429,10 @@ private:
     // K block in elements: the knob, else the target's default (AVX2: 128, see tile_rows;
     // elsewhere none: the AVX-512 and NEON tiles were measured without K blocking).
     int effective_k_block() const {
-        const Target &t = get_target();
         if (k_block > 0) {
             return k_block;
         }
-        return t.arch != Target::ARM && natural_vector_size(Float(32)) == 8 ? 128 : 0;
+        return avx2_tile() ? 128 : 0;
     }
 
     // rows: the extent of z's m dimension where it is computed (mr: one register tile; with K
@@ -445,26 +449,22 @@ private:
                 u.atomic().vectorize(r.x);
             }
         };
-        const int tf = tile_features(lanes);
+        const int tf = tile_features();
         Var ps{"ps"}, pf{"pf"};
         if (rows == mr) {
-            z.bound_extent(m, mr);
-        }
-        if (rows == mr && tf == kPanel) {
-            z.vectorize(pi, lanes).unroll(pi).unroll(m);
-            // k outermost: every k step does kPanel/lanes weight loads, mr broadcasts of h and
-            // mr*kPanel/lanes FMAs into the register tile (unrolled pi and m).
-            u.reorder(r.x, pi, po, m, r.y);
-            pair_lanes();
-            u.vectorize(pi, lanes).unroll(pi).unroll(m);
-            return;
-        }
-        if (rows == mr) {
-            // A tile of tf features: the panel's slices (ps) outside the k loop.
-            z.vectorize(pi, lanes).unroll(pi).unroll(m);
-            u.split(pi, ps, pf, tf).reorder(r.x, pf, po, m, r.y, ps);
-            pair_lanes();
-            u.vectorize(pf, lanes).unroll(pf).unroll(m);
+            z.bound_extent(m, mr).vectorize(pi, lanes).unroll(pi).unroll(m);
+            if (tf == kPanel) {
+                // k outermost: every k step does kPanel/lanes weight loads, mr broadcasts of h
+                // and mr*kPanel/lanes FMAs into the register tile (unrolled pi and m).
+                u.reorder(r.x, pi, po, m, r.y);
+                pair_lanes();
+                u.vectorize(pi, lanes).unroll(pi).unroll(m);
+            } else {
+                // A tile of tf features: the panel's slices (ps) outside the k loop.
+                u.split(pi, ps, pf, tf).reorder(r.x, pf, po, m, r.y, ps);
+                pair_lanes();
+                u.vectorize(pf, lanes).unroll(pf).unroll(m);
+            }
             return;
         }
         // K blocking (k_block): K block outermost, then the register tiles of the m block, then
@@ -564,13 +564,18 @@ private:
         // Loop order inside a task: weight panel (no) outside the row tiles (mio), so each panel
         // (48 x K floats: 144 KiB at K = 768, 576 KiB at K = 3072) is read from L3 once per task
         // and from L2 by the task's other mb / mr row tiles.
-        O.split(m, mo, mi, mb, TailStrategy::GuardWithIf)
-            .split(n, no, ni, kPanel, TailStrategy::GuardWithIf)
-            .split(mi, mio, mii, mr_out, TailStrategy::GuardWithIf)
-            .reorder(ni, mii, mio, no, mo)
-            .vectorize(ni, lanes)
-            .parallel(mo)
-            .parallel(no);
+        // Parallel tasks of mb rows x one panel, row tiles of mr inside, guarded at the edges
+        // (the output, and the d_ff activation when it is computed at root).
+        auto tile_tasks = [&](Func f, const Var &outer, const Var &inner, int mr) {
+            f.split(m, outer, inner, mb, TailStrategy::GuardWithIf)
+                .split(n, no, ni, kPanel, TailStrategy::GuardWithIf)
+                .split(inner, mio, mii, mr, TailStrategy::GuardWithIf)
+                .reorder(ni, mii, mio, no, outer)
+                .vectorize(ni, lanes)
+                .parallel(outer)
+                .parallel(no);
+        };
+        tile_tasks(O, mo, mi, mr_out);
         // Without K blocking each GEMM's accumulators are computed per register tile (mio);
         // with it, per panel (no) of the m block, the K-block loop outside the row tiles.
         const bool kb = effective_k_block() > 0;
@@ -601,14 +606,8 @@ private:
             // Unfused order: all of a first (tasks of mb rows x one panel, like the output), then
             // the second GEMM reads it back from L3/memory (M x d_ff x 4 B: 6 MiB at BERT-base).
             // GuardWithIf on m: a has exactly M rows here (the runtime's rows, no padding).
-            a.compute_root()
-                .split(m, ao, ai, mb, TailStrategy::GuardWithIf)
-                .split(n, no, ni, kPanel, TailStrategy::GuardWithIf)
-                .split(ai, mio, mii, mr1, TailStrategy::GuardWithIf)
-                .reorder(ni, mii, mio, no, ao)
-                .vectorize(ni, lanes)
-                .parallel(ao)
-                .parallel(no);
+            a.compute_root();
+            tile_tasks(a, ao, ai, mr1);
         }
         for (Func z : {z1, zv}) {
             if (z.defined()) {

@@ -131,6 +131,19 @@ struct Knob {
     int default_value;
     int min, max;  // the GeneratorParam's range (cmake/GelukitSchedules.cmake checks the same)
     int step = 1;  // values must be multiples of it (gpu_block: 32, k_block and gpu_rows: 8)
+    std::vector<int> excluded = {};  // in range but refused by the generator (avx2_tile_vectors 4, 5)
+
+    // The build's rule for a value (cmake/GelukitSchedules.cmake): an integer in [min, max],
+    // a multiple of step, not excluded.
+    bool accepts(int64_t v) const {
+        return v >= min && v <= max && v % step == 0 && std::find(excluded.begin(), excluded.end(), v) == excluded.end();
+    }
+    std::string rule() const {
+        std::string r = "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+        if (step > 1) r += ", a multiple of " + std::to_string(step);
+        for (int e : excluded) r += ", not " + std::to_string(e);
+        return r;
+    }
 };
 
 using Knobs = std::map<std::string, int>;
@@ -154,7 +167,7 @@ std::vector<Knob> ffn_knobs(bool second_gemm = true) {
     std::vector<Knob> k = {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 32, 1, 4096},
                            {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0, 0, 9},
                            {"avx2_tile_rows", {0, 1, 2, 3, 6}, 0, 0, 12},
-                           {"avx2_tile_vectors", {0, 1, 2, 6}, 0, 0, 6},
+                           {"avx2_tile_vectors", {0, 1, 2, 6}, 0, 0, 6, 1, {4, 5}},
                            {"k_block", {0, 32, 64, 256, 384, 4096}, 0, 0, 4096, 8}};
     if (second_gemm) k.push_back({"epilogue_at", {0, 1}, 0, 0, 1});
     return k;
@@ -757,12 +770,8 @@ json load_existing(const std::string &path, const std::string &arch) {
                 const auto k = std::find_if(space.begin(), space.end(), [&](const Knob &kb) { return kb.name == knob; });
                 if (k == space.end()) {
                     why = "unknown knob " + knob;
-                } else if (!value.is_number_integer() || value.get<int64_t>() < k->min || value.get<int64_t>() > k->max ||
-                           value.get<int64_t>() % k->step != 0) {
-                    why = knob + " is not an integer in [" + std::to_string(k->min) + ", " + std::to_string(k->max) + "]" +
-                          (k->step > 1 ? ", a multiple of " + std::to_string(k->step) : "");
-                } else if (knob == "avx2_tile_vectors" && (value.get<int64_t>() == 4 || value.get<int64_t>() == 5)) {
-                    why = "avx2_tile_vectors must divide the 6-vector panel";
+                } else if (!value.is_number_integer() || !k->accepts(value.get<int64_t>())) {
+                    why = knob + " is not " + k->rule();
                 }
             }
         }
@@ -871,11 +880,8 @@ int main(int argc, char **argv) {
         const auto k = std::find_if(all.begin(), all.end(), [&](const Knob &kb) { return kb.name == knob; });
         if (k == all.end()) fail("--space " + s + ": unknown knob '" + knob + "' (gelukit_tune --list)");
         for (int v : values) {
-            if (v < k->min || v > k->max || v % k->step != 0 || (knob == "avx2_tile_vectors" && (v == 4 || v == 5))) {
-                fail("--space " + s + ": " + std::to_string(v) + " is outside " + knob + "'s range [" +
-                     std::to_string(k->min) + ", " + std::to_string(k->max) + "]" +
-                     (k->step > 1 ? " or not a multiple of " + std::to_string(k->step) : "") +
-                     (knob == "avx2_tile_vectors" ? " (avx2_tile_vectors: 0, 1, 2, 3 or 6)" : ""));
+            if (!k->accepts(v)) {
+                fail("--space " + s + ": " + knob + " must be " + k->rule() + " (got " + std::to_string(v) + ")");
             }
         }
         std::sort(values.begin(), values.end());
