@@ -166,7 +166,8 @@ double max_abs_err(const Tensor &out, const std::vector<double> &ref) {
     return e;
 }
 
-void BM_Gelukit(benchmark::State &state, Workload w, DType dt, Schedule sched, int threads) {
+// borrow: FeedForwardOptions::borrow_weights, the kernel that packs panels per task itself.
+void BM_Gelukit(benchmark::State &state, Workload w, DType dt, Schedule sched, bool borrow, int threads) {
     try {
         gelukit::set_num_threads(threads);
         const Data &d = data_for(w);
@@ -184,7 +185,7 @@ void BM_Gelukit(benchmark::State &state, Workload w, DType dt, Schedule sched, i
             fw.b2 = TensorView::contiguous(b2.data(), dt, {w.d_model});
         }
         FeedForwardOptions o;
-        o.kind = w.kind, o.form = w.form, o.dtype = dt, o.schedule = sched;
+        o.kind = w.kind, o.form = w.form, o.dtype = dt, o.schedule = sched, o.borrow_weights = borrow;
         FeedForward ffn(fw, o);
         const TensorView hv = TensorView::contiguous(h.data(), dt, {w.M, w.d_model});
         const TensorView ov = TensorView::contiguous(out.data(), dt, {w.M, d_out});
@@ -229,9 +230,10 @@ std::string name(const Workload &w, DType dt, const std::string &variant, int th
            "/threads:" + std::to_string(threads);
 }
 
-bool built(FfnKind kind, DType dt, Form form, Schedule s) {
+bool built(FfnKind kind, DType dt, Form form, Schedule s, bool packed = true) {
     for (const FfnKernelInfo &k : ffn_kernels()) {
-        if (k.kind == kind && k.dtype == dt && k.form == form_name(form) && k.schedule == s) {
+        if (k.kind == kind && k.dtype == dt && k.form == form_name(form) && k.schedule == s &&
+            k.packed_weights == packed) {
             return true;
         }
     }
@@ -253,14 +255,26 @@ void register_ffn_benchmarks(int threads) {
         for (DType dt : {DType::F32, DType::BF16}) {
             for (Schedule s : {Schedule::Hand, Schedule::Tuned, Schedule::Adams2019, Schedule::Naive}) {
                 // The scalar naive schedule only on the smallest workload (seconds per call else).
-                if (!built(w.kind, dt, w.form, s) || (s == Schedule::Naive && (w.M > 16 || threads > 1))) {
+                if (s == Schedule::Naive && (w.M > 16 || threads > 1)) {
                     continue;
                 }
-                const std::string variant = std::string(ffn_kind_name(w.kind)) + "_" + schedule_name(s);
-                benchmark::RegisterBenchmark(name(w, dt, variant, threads).c_str(),
-                                             [=](benchmark::State &st) { BM_Gelukit(st, w, dt, s, threads); })
-                    ->UseRealTime()
-                    ->Unit(benchmark::kMillisecond);
+                // The packed kernel, and where built the one reading nn.Linear matrices
+                // ("<kind>_hand_unpacked": borrowed weights, panels packed per task). A tuned
+                // kernel is whichever the schedule file chose.
+                for (bool packed : {true, false}) {
+                    const bool tuned_any = s == Schedule::Tuned && packed;
+                    if (!(built(w.kind, dt, w.form, s, packed) || (tuned_any && built(w.kind, dt, w.form, s, false))) ||
+                        (!packed && s == Schedule::Tuned)) {
+                        continue;
+                    }
+                    const bool borrow = !packed;
+                    const std::string variant = std::string(ffn_kind_name(w.kind)) + "_" + schedule_name(s) +
+                                                (packed ? "" : "_unpacked");
+                    benchmark::RegisterBenchmark(name(w, dt, variant, threads).c_str(),
+                                                 [=](benchmark::State &st) { BM_Gelukit(st, w, dt, s, borrow, threads); })
+                        ->UseRealTime()
+                        ->Unit(benchmark::kMillisecond);
+                }
             }
             if (w.kind != FfnKind::Ffn) {
                 continue;  // oneDNN has no GeGLU primitive to compare with

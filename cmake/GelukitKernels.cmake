@@ -236,8 +236,12 @@ endfunction()
 #   dtype    f32 | bf16        (storage of h, weights, out; float32 accumulation)
 #   form     erf | tanh | sigmoid, or silu for swiglu
 #   schedule naive | hand | adams2019 | tuned
+#   [_unpacked] the kernel reads the caller's nn.Linear weight matrices and packs panels per
+#            task itself (pack_weights=0; FeedForwardOptions::borrow_weights); row suffix
+#            ":unpacked". Tuned kernels get it from the schedule file's pack_weights.
 # Rows: every kind x form x dtype with the hand schedule; the naive and autoscheduled
-# schedules for the f32 exact-GELU ffn and linear_gelu (the comparison the benchmark reports).
+# schedules for the f32 exact-GELU ffn and linear_gelu (the comparison the benchmark reports),
+# and their unpacked hand schedule.
 set(GELUKIT_FFN_KINDS linear_gelu ffn geglu swiglu)
 # Token rows per parallel task of the hand FFN schedule (generators/ffn_generator.cpp, m_block).
 set(GELUKIT_FFN_M_BLOCK 32 CACHE STRING "Token rows per task of the hand FFN schedule")
@@ -246,11 +250,13 @@ set(GELUKIT_FFN_DTYPES f32 bf16)
 # W2 panels [0, 64) where BERT-base has 16 (its tiles of the panel dimension follow the d_ff
 # intermediate), found by the runtime's bounds query; the single-GEMM linear_gelu is fine.
 set(GELUKIT_FFN_EXTRA_ROWS
-    ffn:f32:erf:naive linear_gelu:f32:erf:naive linear_gelu:f32:erf:adams2019)
+    ffn:f32:erf:naive linear_gelu:f32:erf:naive linear_gelu:f32:erf:adams2019
+    ffn:f32:erf:hand:unpacked linear_gelu:f32:erf:hand:unpacked)
 
 # gelukit_add_ffn_kernels(GENERATOR <gen> RUNTIME <rt> TARGETS <...> [FEATURES <...>]
 #                         INTERFACE_TARGET <name> INC_FILE <path>)
-# Like gelukit_add_gelu_kernels; X-macro lines: GELUKIT_FFN_KERNEL(name, kind, dtype, form, schedule)
+# Like gelukit_add_gelu_kernels; X-macro lines:
+# GELUKIT_FFN_KERNEL(name, kind, dtype, form, schedule, packed) (packed: 1 = runtime-packed panels)
 function(gelukit_add_ffn_kernels)
     cmake_parse_arguments(PARSE_ARGV 0 ARG "" "GENERATOR;RUNTIME;INTERFACE_TARGET;INC_FILE"
                           "TARGETS;FEATURES")
@@ -283,15 +289,37 @@ function(gelukit_add_ffn_kernels)
         list(GET parts 1 dtype)
         list(GET parts 2 form)
         list(GET parts 3 schedule)
-        _gelukit_halide_type(${dtype} htype)
+        list(LENGTH parts nparts)
+        set(packed 1)
         set(name ${kind}_${dtype}_${form}_${schedule})
+        if (nparts GREATER 4)
+            list(GET parts 4 layout)
+            if (NOT layout STREQUAL "unpacked" OR NOT schedule STREQUAL "hand")
+                message(FATAL_ERROR "gelukit: FFN registry row '${row}': only hand:unpacked has a fifth field")
+            endif ()
+            set(packed 0)
+            string(APPEND name _unpacked)
+        endif ()
+        _gelukit_halide_type(${dtype} htype)
         set(form_param ${form})
         if (form STREQUAL "silu")
             set(form_param erf)  # unused by swiglu
         endif ()
         set(params kind=${kind} form=${form_param} dtype=${htype} @SCHED@)
         set(row_schedule ${schedule})
-        if (schedule STREQUAL "hand")
+        if (schedule STREQUAL "hand" AND NOT packed)
+            # The kernel packs each weight panel once per task: tasks of 512 rows (one per
+            # panel at BERT-base M = 512) and, with a second GEMM, the d_ff activation computed
+            # for all rows first (epilogue_at=1). Measured (gelukit_tune, Halide JIT, Zen 3, 2
+            # threads, 512 x 768 x 3072, interleaved): ffn 92.9 / 78.9 / 53.2 ms at m_block 128 /
+            # 256 / 512 with the fused epilogue, 77.5 / 59.7 / 49.7 ms with epilogue_at=1;
+            # linear_gelu 84.9 / 42.4 / 35.2 / 36.4 ms at 32 / 128 / 256 / 512 (packed default:
+            # ~36 ms).
+            list(APPEND params m_block=512 pack_weights=0)
+            if (NOT kind STREQUAL "linear_gelu")
+                list(APPEND params epilogue_at=1)
+            endif ()
+        elseif (schedule STREQUAL "hand")
             list(APPEND params m_block=${GELUKIT_FFN_M_BLOCK})
         elseif (schedule STREQUAL "tuned")
             # The hand schedule with the schedule file's knobs (m_block: the file's, else the
@@ -302,9 +330,12 @@ function(gelukit_add_ffn_kernels)
                 list(APPEND knobs m_block=${GELUKIT_FFN_M_BLOCK})
             endif ()
             list(APPEND params ${knobs})
+            if ("pack_weights=0" IN_LIST knobs)
+                set(packed 0)
+            endif ()
         endif ()
         _gelukit_kernel_library(${name} REGISTERED ffn SCHEDULE ${row_schedule} PARAMS ${params})
-        string(APPEND inc "GELUKIT_FFN_KERNEL(${name}, ${kind}, ${dtype}, ${form}, ${schedule})\n")
+        string(APPEND inc "GELUKIT_FFN_KERNEL(${name}, ${kind}, ${dtype}, ${form}, ${schedule}, ${packed})\n")
         string(APPEND headers "#include \"${name}.h\"\n")
     endforeach ()
     add_custom_target(gelukit_inspect_ffn ${_gelukit_inspect_all} DEPENDS ${inspect_outputs})

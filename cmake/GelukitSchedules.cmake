@@ -22,7 +22,8 @@ include_guard(GLOBAL)
 
 # name:min:max:step (gpu_block: whole warps of 32 threads).
 set(_gelukit_knobs_gelu vector_multiple:1:8:1 parallel_grain:256:16777216:1 gpu_block:32:1024:32)
-set(_gelukit_knobs_ffn m_block:1:4096:1 avx512_tile_rows:0:9:1 avx2_tile_rows:0:12:1 avx2_tile_vectors:0:6:1 k_block:0:4096:8 epilogue_at:0:1:1 gpu_rows:8:128:8)
+set(_gelukit_knobs_ffn m_block:1:4096:1 avx512_tile_rows:0:9:1 avx2_tile_rows:0:12:1 avx2_tile_vectors:0:6:1 k_block:0:4096:8 epilogue_at:0:1:1 gpu_rows:8:128:8
+    pack_weights:0:1:1)
 
 # Fails the load: the reason is printed, the parsed kernels are dropped.
 macro(_gelukit_schedule_reject reason)

@@ -149,6 +149,16 @@ public:
     // 48 x gpu_rows float32 accumulator tile in shared memory (6 KiB at 32). A multiple of 8
     // (whole warps), 8-128.
     GeneratorParam<int> gpu_rows{"gpu_rows", 32, 8, 128};
+    // Weight layout of the inputs w1, v, w2 (CPU hand schedule, float32):
+    //   1 = panels packed once by the runtime (ffn_layout.h), 4-D inputs: the GEMMs stream each
+    //       panel contiguously;
+    //   0 = the caller's PyTorch nn.Linear matrices, 2-D inputs (dim 0 = in features, dense;
+    //       dim 1 = out features), packed inside the pipeline: each task copies the weight panel
+    //       it multiplies into a local panel buffer (schedule_pack) before its GEMM, so no packed
+    //       copy is kept (FeedForwardOptions::borrow_weights) at the price of one panel copy
+    //       per task, i.e. the weights are re-read M / m_block times (measured in the README).
+    // bfloat16 keeps 1 (its vdpbf16ps pairs along K need an even K, which the packed copy pads).
+    GeneratorParam<int> pack_weights{"pack_weights", 1, 0, 1};
 
     Input<Buffer<>> *h = nullptr;
     Input<Buffer<>> *w1 = nullptr;
@@ -168,7 +178,7 @@ public:
         const std::pair<const GeneratorParam<int> *, std::array<int, 2>> ranges[] = {
             {&m_block, {1, 4096}},      {&avx512_tile_rows, {0, 9}}, {&avx2_tile_rows, {0, 12}},
             {&avx2_tile_vectors, {0, 6}}, {&k_block, {0, 4096}},     {&epilogue_at, {0, 1}},
-            {&gpu_rows, {8, 128}}};
+            {&gpu_rows, {8, 128}},       {&pack_weights, {0, 1}}};
         for (const auto &[param, range] : ranges) {
             const int value = *param;
             if (value < range[0] || value > range[1]) {
@@ -195,14 +205,20 @@ public:
         if (get_target().has_gpu_feature() && math == MathMode::Accurate) {
             throw std::invalid_argument("ffn: math=acc (float64 epilogue) is not built for GPU targets; use math=fast");
         }
+        if (pack_weights == 0 && (st != Float(32) || get_target().has_gpu_feature() || sched != ScheduleKind::Hand ||
+                                  using_autoscheduler())) {
+            throw std::invalid_argument("ffn: pack_weights=0 (weights read in nn.Linear layout) is built for the "
+                                        "float32 CPU hand schedule only");
+        }
+        const int wdims = pack_weights ? 4 : 2;
         h = add_input<Buffer<>>("h", st, 2);
-        w1 = add_input<Buffer<>>("w1", st, 4);
+        w1 = add_input<Buffer<>>("w1", st, wdims);
         b1 = add_input<Buffer<>>("b1", Float(32), 2);
         if (gated()) {
-            v = add_input<Buffer<>>("v", st, 4);
+            v = add_input<Buffer<>>("v", st, wdims);
         }
         if (kind != FfnKind::LinearGelu) {
-            w2 = add_input<Buffer<>>("w2", st, 4);
+            w2 = add_input<Buffer<>>("w2", st, wdims);
             b2 = add_input<Buffer<>>("b2", Float(32), 2);
             residual = add_input<bool>("residual");
             d_ff_real = add_input<int>("d_ff");
@@ -223,12 +239,41 @@ public:
         // BoundaryConditions::repeat_edge instead made Adams2019 run for over 13 minutes and 8 GB
         // per target: measured, and abandoned.)
         auto input = [&](Input<Buffer<>> *b) -> Func { return Func(*b); };
-        W1 = input(w1), B1 = input(b1);
+        // pack_weights = 0: the panel view of an nn.Linear matrix W [N][K] (Halide dims (k, n)),
+        // packed[po][ko][pi][kk] = W[po * kPanel + pi][ko] (kpair = 1: float32 only). Features
+        // past N (the last panel's padding) repeat row N - 1: their results are never used
+        // (linear_gelu does not store them; the other kinds zero the activation there, and
+        // their second GEMM reduces over exactly d_ff, see r2).
+        auto panels = [&](Input<Buffer<>> *b, const char *name) -> Func {
+            if (pack_weights) {
+                return input(b);
+            }
+            // Two stages, so that both the reads of W and the writes of the panel are dense:
+            // blocks (8 k x 8 features) read along W's rows, then the panel gathers each block's
+            // columns (stride-8 loads of a local block, which Halide turns into dense loads and
+            // a register transpose).
+            // The block of k = 8 ko + ki starts at 8 ko, except that the last one is shifted
+            // inwards to end at K (so every read is a whole dense row piece inside W); with
+            // K < 8 the block reads clamped k instead (specialised away for K >= 8).
+            Func blk{std::string(name) + "_blocks"}, p{std::string(name) + "_panel"};
+            Var kk{"kk"}, kb{"kb"}, ki{"ki"}, fi{"fi"}, ko{"ko"}, fo{"fo"};
+            Expr K = (*b).dim(0).extent(), wide = K >= 8;
+            auto start = [&](const Expr &block) { return select(wide, min(block * 8, K - 8), block * 8); };
+            Expr nrow = po * kPanel + fo * 8 + fi;
+            blk(ki, fi, ko, fo, po) = (*b)(select(wide, start(ko) + ki, min(ko * 8 + ki, K - 1)),
+                                           min(nrow, (*b).dim(1).extent() - 1));
+            p(kk, pi, kb, po) = blk(kb - start(kb / 8), pi % 8, kb / 8, pi / 8, po);
+            packs.push_back(p);
+            pack_blocks.push_back(blk);
+            pack_wide.push_back(wide);
+            return p;
+        };
+        W1 = panels(w1, "w1"), B1 = input(b1);
         if (v) {
-            V = input(v);
+            V = panels(v, "v");
         }
         if (w2) {
-            W2 = input(w2), B2 = input(b2);
+            W2 = panels(w2, "w2"), B2 = input(b2);
         }
         // h with its row index clamped: register tiles and m-blocks past the last token read the
         // last row (their results are never stored), so no input padding is needed for M.
@@ -273,8 +318,11 @@ public:
             O(n, m) = a(n, m);
             return;
         }
-        // Second GEMM over the (padded) d_ff: z2 = a W2^T + b2, then the residual.
-        Expr d_ff_pad = (*w1).dim(3).extent() * kPanel;
+        // Second GEMM over the (padded) d_ff: z2 = a W2^T + b2, then the residual. Packed
+        // weights have zero rows up to whole panels; nn.Linear weights have exactly d_ff
+        // columns, so the reduction stops there (a padded column would multiply GELU(.) = 0 by a
+        // weight that may be inf).
+        Expr d_ff_pad = pack_weights ? (*w1).dim(3).extent() * kPanel : (*w2).dim(0).extent();
         r2 = RDom(0, kpair, 0, d_ff_pad / kpair, "r2");
         Expr k2 = r2.y * kpair + r2.x;
         z2(pi, po, m) = B2(pi, po);
@@ -292,7 +340,10 @@ public:
         // Packed weights and biases are dense panels of kPanel (ffn_layout.h); declaring the
         // extents and strides lets Halide emit aligned dense vector loads.
         for (Input<Buffer<>> *w : {w1, v, w2}) {
-            if (w) {
+            if (w && !pack_weights) {
+                // nn.Linear matrices: dense rows of K, starting at 0.
+                w->dim(0).set_min(0).dim(1).set_min(0);
+            } else if (w) {
                 w->dim(0).set_bounds(0, kpair).dim(1).set_bounds(0, kPanel).set_stride(kpair)
                     .dim(2).set_min(0).set_stride(kpair * kPanel).dim(3).set_min(0);
             }
@@ -331,6 +382,9 @@ private:
     Var k{"k"}, m{"m"}, n{"n"}, pi{"pi"}, po{"po"};
     Func hc{"hc"}, z1{"z1"}, zv{"zv"}, a{"a"}, z2{"z2"};
     Func W1, V, W2, B1, B2;
+    std::vector<Func> packs;  // pack_weights = 0: the in-pipeline panels of w1 (v) and w2
+    std::vector<Func> pack_blocks;  // and their 8 x 8 blocks (same order)
+    std::vector<Expr> pack_wide;    // and K >= 8 (the specialisation of their schedule)
     RDom r1, r2;
     int kpair = 1;
 
@@ -588,9 +642,12 @@ private:
                     schedule_gemm(z.compute_at(O, kb ? no : mio), r1, mr1, lanes, kb_rows(mr1));
                 }
             }
+            schedule_pack(W1, O, no, lanes);
+            schedule_pack(V, O, no, lanes);
             return;
         }
         schedule_gemm(z2.compute_at(O, kb ? no : mio), r2, mr2, lanes, kb_rows(mr2));
+        schedule_pack(W2, O, no, lanes);
         Var ao{"ao"}, ai{"ai"};
         if (epilogue_at == 0) {
             // Whole block: per task of mb token rows, the d_ff intermediate a (mb x d_ff: 384 KiB
@@ -614,6 +671,41 @@ private:
                 schedule_gemm(z.compute_at(a, kb ? no : mio), r1, mr1, lanes, kb_rows(mr1));
             }
         }
+        schedule_pack(W1, a, no, lanes);
+        schedule_pack(V, a, no, lanes);
+    }
+
+    // pack_weights = 0: the panel of an nn.Linear matrix that a task's GEMM multiplies (kPanel
+    // features x all of K) is copied into a local buffer at the task's panel loop (no), so the
+    // micro-kernel reads the same contiguous panel as with runtime-packed weights. One copy per
+    // task and panel: the whole matrix is copied M / m_block times per call. The copy reads
+    // kPanel rows (K apart) per k: vectorized across the panel's features, i.e. gathered loads
+    // and dense stores.
+    void schedule_pack(Func p, Func consumer, const Var &panel_loop, int lanes) {
+        if (pack_weights || !p.defined() ||
+            std::none_of(packs.begin(), packs.end(), [&](const Func &f) { return f.name() == p.name(); })) {
+            return;
+        }
+        size_t i = 0;
+        while (packs[i].name() != p.name()) {
+            i++;
+        }
+        Func blk = pack_blocks[i];
+        const std::vector<Var> args = p.args();  // kk, pi, kb, po
+        const std::vector<Var> bargs = blk.args();  // ki, fi, ko, fo, po
+        Var kbo{"kbo"}, kbi{"kbi"}, pio{"pio"}, pii{"pii"};
+        p.compute_at(consumer, panel_loop)
+            .bound_extent(args[0], 1)
+            .bound_extent(args[1], kPanel)
+            .bound_extent(args[3], 1)
+            .split(args[2], kbo, kbi, 8, TailStrategy::GuardWithIf)
+            .split(args[1], pio, pii, 8)
+            .reorder(args[0], pii, kbi, pio, kbo, args[3])
+            .vectorize(pii)
+            .unroll(kbi);
+        p.specialize(pack_wide[i]);  // after the schedule, which the specialisation inherits
+        // One block per (kbo, pio): 8 dense row reads of 8 k.
+        blk.compute_at(p, pio).bound(bargs[0], 0, 8).bound(bargs[1], 0, 8).vectorize(bargs[0]).unroll(bargs[1]);
     }
 };
 

@@ -193,8 +193,9 @@ Storage store(const std::vector<float> &x, DType dt) {
     return s;
 }
 
-// Runs the problem through FeedForward and returns the output as doubles.
-std::vector<double> run(const Problem &p, Schedule sched) {
+// Runs the problem through FeedForward and returns the output as doubles. borrow: the kernel
+// that reads the caller's nn.Linear matrices (FeedForwardOptions::borrow_weights).
+std::vector<double> run(const Problem &p, Schedule sched, bool borrow = false) {
     const DType dt = p.dtype;
     Storage h = store(p.h, dt), w1 = store(p.w1, dt), b1 = store(p.b1, dt), v = store(p.v, dt),
             w2 = store(p.w2, dt), b2 = store(p.b2, dt);
@@ -210,6 +211,7 @@ std::vector<double> run(const Problem &p, Schedule sched) {
     w.w2 = TensorView::contiguous(w2.data(dt), dt, {p.d_model, p.d_ff});
     FeedForwardOptions o;
     o.kind = p.kind, o.form = p.form, o.dtype = dt, o.schedule = sched, o.residual = p.residual;
+    o.borrow_weights = borrow;
     FeedForward ffn(w, o);
     const int64_t d_out = p.kind == FfnKind::LinearGelu ? p.d_ff : p.d_model;
     Storage out;
@@ -225,9 +227,9 @@ std::vector<double> run(const Problem &p, Schedule sched) {
 }
 
 // Returns the worst |y - ref| / bound; fails (with the position) when it exceeds 2.
-double check(const Problem &p, Schedule sched, const std::string &label) {
+double check(const Problem &p, Schedule sched, const std::string &label, bool borrow = false) {
     const Reference r = reference(p);
-    const std::vector<double> y = run(p, sched);
+    const std::vector<double> y = run(p, sched, borrow);
     double worst = 0.0;
     std::size_t at = 0;
     for (std::size_t i = 0; i < y.size(); i++) {
@@ -262,7 +264,7 @@ bool too_small_for(const FfnKernelInfo &k, const Problem &p) {
 // or is refused with Unsupported and a pointer to the hand schedule; never wrong or a crash.
 void expect_unsupported_or_correct(const FfnKernelInfo &k, const Problem &p) {
     try {
-        check(p, k.schedule, label(k, p));
+        check(p, k.schedule, label(k, p), !k.packed_weights);
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ErrorCode::Unsupported) << e.what();
         EXPECT_NE(std::string(e.what()).find("use Schedule::Hand"), std::string::npos) << e.what();
@@ -288,7 +290,7 @@ TEST_P(FfnKernel, OddShapesAgainstDoubleReference) {
                         expect_unsupported_or_correct(k, p);
                         continue;
                     }
-                    check(p, k.schedule, label(k, p));
+                    check(p, k.schedule, label(k, p), !k.packed_weights);
                 }
             }
         }
@@ -318,7 +320,7 @@ TEST_P(FfnKernel, ModelShapes) {
             expect_unsupported_or_correct(k, p);
             continue;
         }
-        check(p, k.schedule, label(k, p));
+        check(p, k.schedule, label(k, p), !k.packed_weights);
     }
 }
 
@@ -612,6 +614,76 @@ TEST(FfnErrors, BadArguments) {
     expect_error(ErrorCode::Unsupported, "no ffn kernel", [&] { FeedForward(w, unbuilt); });
     // An empty batch is valid and writes nothing.
     EXPECT_NO_THROW(ffn.forward(H({0, 4}), O({0, 4})));
+}
+
+// borrow_weights: the unpacked kernel reads the caller's matrices on every call (changing them
+// changes the next output), while the default keeps its own copy (the caller may overwrite or
+// free its buffers). Both against the double reference.
+TEST(FfnBorrow, BorrowedWeightsAreReadInPlaceCopiesAreNot) {
+    for (FfnKind kind : {FfnKind::Ffn, FfnKind::LinearGelu}) {
+        Problem p = random_problem(kind, Form::Erf, DType::F32, 9, 13, 100, true, kind == FfnKind::Ffn, 77);
+        Problem q = random_problem(kind, Form::Erf, DType::F32, 9, 13, 100, true, kind == FfnKind::Ffn, 78);
+        q.h = p.h, q.b1 = p.b1, q.b2 = p.b2;  // q differs from p in its weight matrices only
+        const int64_t d_out = kind == FfnKind::LinearGelu ? p.d_ff : p.d_model;
+        std::vector<float> w1 = p.w1, w2 = p.w2;
+        FeedForwardWeights w;
+        w.w1 = TensorView::contiguous(w1.data(), DType::F32, {p.d_ff, p.d_model});
+        w.b1 = TensorView::contiguous(p.b1.data(), DType::F32, {p.d_ff});
+        w.w2 = TensorView::contiguous(w2.data(), DType::F32, {p.d_model, p.d_ff});
+        w.b2 = TensorView::contiguous(p.b2.data(), DType::F32, {p.d_model});
+        FeedForwardOptions o;
+        o.kind = kind, o.residual = p.residual;
+        o.borrow_weights = true;
+        FeedForward borrowed(w, o);
+        o.borrow_weights = false;
+        FeedForward owned(w, o);
+        auto forward = [&](const FeedForward &f) {
+            std::vector<float> out(std::size_t(p.M * d_out), std::nanf(""));
+            f.forward(TensorView::contiguous(p.h.data(), DType::F32, {p.M, p.d_model}),
+                      TensorView::contiguous(out.data(), DType::F32, {p.M, d_out}));
+            return std::vector<double>(out.begin(), out.end());
+        };
+        auto expect_matches = [&](const Problem &prob, const std::vector<double> &y, const char *what) {
+            const Reference r = reference(prob);
+            for (std::size_t i = 0; i < y.size(); i++) {
+                ASSERT_LE(std::fabs(y[i] - r.y[i]), 2 * r.bound[i]) << ffn_kind_name(kind) << " " << what << " element " << i;
+            }
+        };
+        expect_matches(p, forward(borrowed), "borrowed");
+        const std::vector<double> owned_before = forward(owned);
+        expect_matches(p, owned_before, "owned");
+        w1 = q.w1, w2 = q.w2;  // overwrite the caller's matrices in place
+        expect_matches(q, forward(borrowed), "borrowed, after the caller changed its weights");
+        EXPECT_EQ(forward(owned), owned_before) << ffn_kind_name(kind) << ": the owned copy must not change";
+    }
+}
+
+TEST(FfnBorrow, RegistryAndUnsupportedCombinations) {
+    int unpacked = 0;
+    for (const FfnKernelInfo &k : ffn_kernels()) {
+        if (!k.packed_weights) {
+            unpacked++;
+            EXPECT_EQ(k.dtype, DType::F32) << k.name;
+        }
+        if (k.name == "ffn_f32_erf_hand_unpacked" || k.name == "linear_gelu_f32_erf_hand_unpacked") {
+            EXPECT_FALSE(k.packed_weights) << k.name;
+            EXPECT_EQ(k.schedule, Schedule::Hand) << k.name;
+        }
+    }
+    EXPECT_GE(unpacked, 2);
+    std::vector<uint16_t> w1(6 * 4), w2(4 * 6);
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(w1.data(), DType::BF16, {6, 4});
+    w.w2 = TensorView::contiguous(w2.data(), DType::BF16, {4, 6});
+    FeedForwardOptions o;
+    o.dtype = DType::BF16, o.borrow_weights = true;
+    expect_error(ErrorCode::Unsupported, "unpacked (borrowed) weights", [&] { FeedForward(w, o); });
+    o.dtype = DType::F32, o.kind = FfnKind::GeGLU;
+    std::vector<float> f1(6 * 4), f2(4 * 6);
+    w.w1 = TensorView::contiguous(f1.data(), DType::F32, {6, 4});
+    w.v = TensorView::contiguous(f1.data(), DType::F32, {6, 4});
+    w.w2 = TensorView::contiguous(f2.data(), DType::F32, {4, 6});
+    expect_error(ErrorCode::Unsupported, "unpacked (borrowed) weights", [&] { FeedForward(w, o); });
 }
 
 }  // namespace

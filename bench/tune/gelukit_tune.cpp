@@ -163,8 +163,11 @@ std::vector<Knob> ffn_knobs(bool second_gemm = true) {
     // k_block: K block of both GEMMs (0 = the target's default: 128 on AVX2, none elsewhere;
     //   4096 = one block, no K blocking; 32-384 keep a panel's weight block of 6-72 KiB in
     //   L1/L2 for all row tiles of a task);
-    // epilogue_at: the d_ff activation per task (0, fused) or for all M first (1, unfused).
+    // epilogue_at: the d_ff activation per task (0, fused) or for all M first (1, unfused);
+    // pack_weights: panels packed once by the runtime (1) or the nn.Linear matrices read and
+    //   packed per task inside the kernel (0: no packed copy, FeedForwardOptions::borrow_weights).
     std::vector<Knob> k = {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 32, 1, 4096},
+                           {"pack_weights", {0, 1}, 1, 0, 1},
                            {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0, 0, 9},
                            {"avx2_tile_rows", {0, 1, 2, 3, 6}, 0, 0, 12},
                            {"avx2_tile_vectors", {0, 1, 2, 6}, 0, 0, 6, 1, {4, 5}},
@@ -307,7 +310,7 @@ struct FfnWorkload final : Workload {
     bool whole_ffn;  // ffn (two GEMMs) or linear_gelu
     int m, d_model, d_ff;
     std::vector<float> h, w1, b1, w2, b2;  // PyTorch layouts
-    Buffer<float> hb, w1p, b1p, w2p, b2p, out;
+    Buffer<float> hb, w1p, b1p, w2p, b2p, w1raw, w2raw, out;
     std::vector<double> ref, bound;
 
     static int panels(int n) {
@@ -348,6 +351,9 @@ struct FfnWorkload final : Workload {
         b1p = pack_bias(b1);
         w2p = pack(w2, d_model, d_ff, panels(d_ff) * kPanel);
         b2p = pack_bias(b2);
+        // pack_weights = 0 candidates read the nn.Linear matrices themselves: Halide dims (k, n).
+        w1raw = Buffer<float>(w1.data(), d_model, d_ff);
+        w2raw = Buffer<float>(w2.data(), d_ff, d_model);
         out = ffn ? Buffer<float>(d_model, m) : Buffer<float>(d_ff, m);
         reference();
     }
@@ -406,11 +412,13 @@ struct FfnWorkload final : Workload {
         return "M=" + std::to_string(m) + " d_model=" + std::to_string(d_model) + " d_ff=" + std::to_string(d_ff);
     }
     void bind(Halide::Internal::AbstractGenerator &g) override {
+        // The weight inputs are 4-D panels (pack_weights = 1) or 2-D matrices (pack_weights = 0).
+        const bool packed = g.input_parameter("w1")[0].dimensions() == 4;
         g.input_parameter("h")[0].set_buffer(hb);
-        g.input_parameter("w1")[0].set_buffer(w1p);
+        g.input_parameter("w1")[0].set_buffer(packed ? w1p : w1raw);
         g.input_parameter("b1")[0].set_buffer(b1p);
         if (whole_ffn) {
-            g.input_parameter("w2")[0].set_buffer(w2p);
+            g.input_parameter("w2")[0].set_buffer(packed ? w2p : w2raw);
             g.input_parameter("b2")[0].set_buffer(b2p);
             g.input_parameter("residual")[0].set_scalar<bool>(false);
             g.input_parameter("d_ff")[0].set_scalar<int>(d_ff);

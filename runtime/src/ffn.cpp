@@ -41,25 +41,35 @@ Schedule schedule_of(const char *s) {
 
 const std::vector<FfnEntry> &registry() {
     static const std::vector<FfnEntry> entries = {
-#define GELUKIT_FFN_KERNEL(name, kind, dtype, form, schedule) \
-    {{#name, kind_of(#kind), dtype_of(#dtype), #form, schedule_of(#schedule)}, &name##_argv},
+#define GELUKIT_FFN_KERNEL(name, kind, dtype, form, schedule, packed) \
+    {{#name, kind_of(#kind), dtype_of(#dtype), #form, schedule_of(#schedule), packed != 0}, &name##_argv},
 #include "gelukit/generated/ffn_kernels.inc"
 #undef GELUKIT_FFN_KERNEL
     };
     return entries;
 }
 
+// The kernel for the options: with borrow_weights one that reads nn.Linear matrices; otherwise
+// the packed one where both are built (Schedule::Hand), else whichever exists (a tuned kernel).
 const FfnEntry &find_kernel(const FeedForwardOptions &o) {
     const std::string form = o.kind == FfnKind::SwiGLU ? "silu" : form_name(o.form);
+    const FfnEntry *found = nullptr;
     for (const FfnEntry &e : registry()) {
         if (e.info.kind == o.kind && e.info.dtype == o.dtype && e.info.form == form &&
             e.info.schedule == o.schedule) {
-            return e;
+            if (o.borrow_weights ? !e.info.packed_weights : (found == nullptr || e.info.packed_weights)) {
+                found = &e;
+            }
         }
     }
-    throw Error(ErrorCode::Unsupported, std::string("FeedForward: no ") + ffn_kind_name(o.kind) + " kernel for dtype " +
-                                            dtype_name(o.dtype) + ", form " + form + ", schedule " +
-                                            schedule_name(o.schedule) + " (see gelukit::ffn_kernels())");
+    if (found == nullptr) {
+        throw Error(ErrorCode::Unsupported, std::string("FeedForward: no ") + ffn_kind_name(o.kind) + " kernel for dtype " +
+                                                dtype_name(o.dtype) + ", form " + form + ", schedule " +
+                                                schedule_name(o.schedule) +
+                                                (o.borrow_weights ? " that reads unpacked (borrowed) weights" : "") +
+                                                " (see gelukit::ffn_kernels())");
+    }
+    return *found;
 }
 
 constexpr int64_t kMaxDim = INT32_MAX;
@@ -239,6 +249,8 @@ struct FeedForward::Impl {
     int64_t d_model = 0, d_ff = 0, d_out2 = 0;
     int kpair = 1;
     AlignedBytes w1, b1, v, w2, b2;
+    // Unpacked kernels: the nn.Linear matrices they read (the caller's, or copies in w1/v/w2).
+    const void *w1_rows = nullptr, *v_rows = nullptr, *w2_rows = nullptr;
 
     bool gated() const {
         return options.kind == FfnKind::GeGLU || options.kind == FfnKind::SwiGLU;
@@ -289,11 +301,30 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
         check_vector("b1", w.b1, dt, im.d_ff);
     }
     const int64_t k_pad = ceil_div(im.d_model, im.kpair) * im.kpair;
-    pack_panels(w.w1, im.d_ff, im.d_model, k_pad, dt, im.w1);
+    const bool packed = im.kernel->info.packed_weights;
+    // An unpacked kernel reads the caller's matrix (borrowed) or FeedForward's plain copy.
+    auto keep_rows = [&](const TensorView &t, int64_t rows, int64_t cols, AlignedBytes &copy) -> const void * {
+        if (options.borrow_weights) {
+            return t.data;
+        }
+        const std::size_t bytes = std::size_t(rows * cols) * dtype_size(dt);
+        copy.allocate(bytes);
+        std::memcpy(copy.ptr.get(), t.data, bytes);
+        return copy.ptr.get();
+    };
+    if (packed) {
+        pack_panels(w.w1, im.d_ff, im.d_model, k_pad, dt, im.w1);
+    } else {
+        im.w1_rows = keep_rows(w.w1, im.d_ff, im.d_model, im.w1);
+    }
     pack_bias(w.b1, im.d_ff, dt, im.b1);
     if (im.gated()) {
         check_matrix("v", w.v, dt, im.d_ff, im.d_model);
-        pack_panels(w.v, im.d_ff, im.d_model, k_pad, dt, im.v);
+        if (packed) {
+            pack_panels(w.v, im.d_ff, im.d_model, k_pad, dt, im.v);
+        } else {
+            im.v_rows = keep_rows(w.v, im.d_ff, im.d_model, im.v);
+        }
     }
     if (im.second_gemm()) {
         if (w.w2.data == nullptr || w.w2.rank != 2 || w.w2.shape[0] < 1) {
@@ -316,7 +347,11 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
         }
         // The second GEMM reduces over every column of the padded intermediate (whole panels of
         // d_ff, whose extra columns hold GELU(0) = 0): W2 gets zero rows up to that length.
-        pack_panels(w.w2, im.d_out2, im.d_ff, ceil_div(im.d_ff, kPanel) * kPanel, dt, im.w2);
+        if (packed) {
+            pack_panels(w.w2, im.d_out2, im.d_ff, ceil_div(im.d_ff, kPanel) * kPanel, dt, im.w2);
+        } else {
+            im.w2_rows = keep_rows(w.w2, im.d_out2, im.d_ff, im.w2);
+        }
         pack_bias(w.b2, im.d_out2, dt, im.b2);
     }
 }
@@ -423,11 +458,22 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
     const int64_t panels_ff = ceil_div(im.d_ff, kPanel), panels_out = ceil_div(im.d_out2, kPanel);
     const int kp = im.kpair;
     HalideBuffer H(h_data, ht, {{k_pad, 1}, {M, h_row_stride}});
-    HalideBuffer W1(im.w1.ptr.get(), ht, {{kp, 1}, {kPanel, kp}, {k_pad / kp, kp * kPanel}, {panels_ff, k_pad * kPanel}});
-    HalideBuffer B1(im.b1.ptr.get(), f32, {{kPanel, 1}, {panels_ff, kPanel}});
-    HalideBuffer V(im.v.ptr.get(), ht, {{kp, 1}, {kPanel, kp}, {k_pad / kp, kp * kPanel}, {panels_ff, k_pad * kPanel}});
     const int64_t ff_pad = panels_ff * kPanel;
-    HalideBuffer W2(im.w2.ptr.get(), ht, {{kp, 1}, {kPanel, kp}, {ff_pad / kp, kp * kPanel}, {panels_out, ff_pad * kPanel}});
+    // Packed panels (4-D, ffn_layout.h), or for an unpacked kernel the nn.Linear matrices as
+    // Halide (in feature, out feature) with the out features d_model / d_ff apart (2-D).
+    const bool packed = im.kernel->info.packed_weights;
+    auto weights = [&](const AlignedBytes &panels, const void *rows, int64_t k, int64_t k_padded, int64_t n,
+                       int64_t n_panels) {
+        if (packed) {
+            return HalideBuffer(panels.ptr.get(), ht,
+                                {{kp, 1}, {kPanel, kp}, {k_padded / kp, kp * kPanel}, {n_panels, k_padded * kPanel}});
+        }
+        return HalideBuffer(const_cast<void *>(rows), ht, {{k, 1}, {n, k}});
+    };
+    HalideBuffer W1 = weights(im.w1, im.w1_rows, im.d_model, k_pad, im.d_ff, panels_ff);
+    HalideBuffer B1(im.b1.ptr.get(), f32, {{kPanel, 1}, {panels_ff, kPanel}});
+    HalideBuffer V = weights(im.v, im.v_rows, im.d_model, k_pad, im.d_ff, panels_ff);
+    HalideBuffer W2 = weights(im.w2, im.w2_rows, im.d_ff, ff_pad, im.d_out2, panels_out);
     HalideBuffer B2(im.b2.ptr.get(), f32, {{kPanel, 1}, {panels_out, kPanel}});
     // Adams2019 shifts its output tiles inwards (tiles up to its estimate, 512 tokens x 3072
     // features), which writes before the start of a smaller output: give it a scratch output of

@@ -42,20 +42,22 @@ expect("pos GREATER -1" "no summary row for the GELU kernel: ${out}")
 
 # 2 (FFN): merged into the same file; d_ff = 100 is not a multiple of the 48-wide panels,
 # d_model = 100 not a multiple of the K blocks, M = 37 not a multiple of the m blocks. The
-# whole FFN's space (2 x 2 x 2 = 8 candidates, the default m_block 32 is a 9th) is measured
-# completely, so every combination of K blocking and epilogue level is JIT-compiled and
+# whole FFN's space (2 x 2 x 2 x 2 = 16 candidates, the default m_block 32 is a 17th) is
+# measured completely, so every combination of K blocking, epilogue level and weight layout
+# (runtime-packed panels or nn.Linear matrices packed in the kernel) is JIT-compiled and
 # checked against the double reference; none may be discarded.
 execute_process(
     COMMAND "${TUNE}" --kernel linear_gelu_f32_erf --trials 3 --budget-s 60 --repetitions 5
             --space m_block=8,16 --space avx512_tile_rows=0,4 --space avx2_tile_rows=0,1
-            --space avx2_tile_vectors=0,2 --space k_block=0,32 --ffn-m 16
+            --space avx2_tile_vectors=0,2 --space k_block=0,32 --space pack_weights=0,1 --ffn-m 16
             --ffn-d-model 64 --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${file}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "${out}")
 expect("rc EQUAL 0" "tuning the FFN kernel failed (${rc}): ${err}")
 execute_process(
-    COMMAND "${TUNE}" --kernel ffn_f32_erf --trials 9 --budget-s 120 --repetitions 3
-            --space m_block=8,16 --space k_block=0,32 --space epilogue_at=0,1 --space avx512_tile_rows=0
+    COMMAND "${TUNE}" --kernel ffn_f32_erf --trials 17 --budget-s 180 --repetitions 3
+            --space m_block=8,16 --space k_block=0,32 --space epilogue_at=0,1 --space pack_weights=0,1
+            --space avx512_tile_rows=0
             --space avx2_tile_rows=0 --space avx2_tile_vectors=0
             --ffn-m 37 --ffn-d-model 100 --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${file}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -72,8 +74,8 @@ expect("version EQUAL 1" "version ${version}")
 expect("trials EQUAL 4" "the GELU search ran ${trials} trials, not the 4 asked for")
 string(JSON ffn_trials GET "${text}" kernels ffn_f32_erf measured trials)
 string(JSON ffn_discarded GET "${text}" kernels ffn_f32_erf measured discarded)
-expect("ffn_trials EQUAL 9 AND ffn_discarded EQUAL 0" "the FFN search measured ${ffn_trials} candidates (9 wanted), ${ffn_discarded} discarded")
-# ... and they are the 8 points of the space (plus the default, which lies outside it).
+expect("ffn_trials EQUAL 17 AND ffn_discarded EQUAL 0" "the FFN search measured ${ffn_trials} candidates (17 wanted), ${ffn_discarded} discarded")
+# ... and they are the 16 points of the space (plus the default, which lies outside it).
 string(JSON n_cand LENGTH "${text}" kernels ffn_f32_erf measured candidates)
 set(labels "")
 math(EXPR last_cand "${n_cand} - 1")
@@ -84,8 +86,11 @@ endforeach ()
 foreach (e IN ITEMS 0 1)
     foreach (kb IN ITEMS 0 32)
         foreach (mb IN ITEMS 8 16)
-            string(FIND "${labels}" "epilogue_at=${e} k_block=${kb} m_block=${mb}" pos)
-            expect("pos GREATER -1" "epilogue_at=${e} k_block=${kb} m_block=${mb} was not measured: ${labels}")
+            foreach (pw IN ITEMS 0 1)
+                set(want "epilogue_at=${e} k_block=${kb} m_block=${mb} pack_weights=${pw}")
+                string(FIND "${labels}" "${want}" pos)
+                expect("pos GREATER -1" "${want} was not measured: ${labels}")
+            endforeach ()
         endforeach ()
     endforeach ()
 endforeach ()
@@ -100,7 +105,7 @@ gelukit_schedule_params(linear_gelu_f32_erf ffn_knobs)
 expect("gelu_knobs MATCHES \"^parallel_grain=(16384|65536);vector_multiple=(1|2)$\"" "GELU knobs '${gelu_knobs}'")
 # (the defaults, m_block 32 and tile rows 0, stay when no candidate beats them significantly)
 # (avx512_tile_rows is searched only on an AVX-512 host, the avx2_tile_* knobs only elsewhere)
-expect("ffn_knobs MATCHES \"^(avx2_tile_rows=(0|1);avx2_tile_vectors=(0|2);)?(avx512_tile_rows=(0|4);)?k_block=(0|32);m_block=(8|16|32)$\"" "FFN knobs '${ffn_knobs}'")
+expect("ffn_knobs MATCHES \"^(avx2_tile_rows=(0|1);avx2_tile_vectors=(0|2);)?(avx512_tile_rows=(0|4);)?k_block=(0|32);m_block=(8|16|32);pack_weights=(0|1)$\"" "FFN knobs '${ffn_knobs}'")
 # Each case: the file's "kernels" value (or none: no file) and the message the reader must give.
 set(head "{\"format\": \"gelukit-schedules\", \"version\": 1, \"arch\": \"${ARCH}\", \"kernels\": ")
 set(k "\"gelu_fwd_f32_erf_acc\"")

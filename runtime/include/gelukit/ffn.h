@@ -34,8 +34,15 @@
 // which treats subnormal bf16 inputs and float32 results as zero (Intel SDM, VDPBF16PS: DAZ and
 // FTZ regardless of MXCSR); the other x86 sub-targets keep subnormals. Normal values agree.
 //
-// Weights are packed once, at construction, into gelukit's GEMM layout (see pack_weights below);
-// FeedForward owns the packed copy, so the caller's buffers may be freed afterwards.
+// Weights: by default FeedForward keeps its own copy, so the caller's buffers may be freed
+// after construction: packed once into gelukit's GEMM panels (generators/common/ffn_layout.h),
+// or, for a kernel that reads nn.Linear matrices itself (pack_weights=0, the `*_unpacked`
+// kernels and tuned kernels whose schedule file says so), a plain copy. With
+// FeedForwardOptions::borrow_weights = true it keeps no copy of w1, v, w2: it reads the caller's
+// matrices on every forward(), so they must stay alive and unchanged while the FeedForward is
+// used (biases are still copied: a few KiB). Borrowing needs such a kernel (f32, Form::Erf, Ffn
+// or LinearGelu, Schedule::Hand or a tuned kernel built unpacked); the kernel packs each weight
+// panel per task itself, which costs time (README, FFN speed).
 //
 // Errors: gelukit::Error: InvalidArgument for null data, a missing required weight, shapes that
 // do not agree, negative sizes, non-dense weights, rows that are not contiguous, out overlapping
@@ -79,6 +86,9 @@ struct FeedForwardOptions {
     DType dtype = DType::F32;           // F32 or BF16
     Schedule schedule = Schedule::Hand;  // Hand, Naive or Adams2019 (where built)
     bool residual = false;              // out += h (Ffn / GeGLU / SwiGLU; d_model in == out)
+    // Read the caller's w1/v/w2 in place instead of keeping a (packed) copy; see above.
+    // Unsupported where no kernel reading nn.Linear matrices is built for the options.
+    bool borrow_weights = false;
 };
 
 // One compiled FFN kernel library of the registry (cmake/GelukitKernels.cmake).
@@ -88,6 +98,10 @@ struct FfnKernelInfo {
     DType dtype;
     std::string form;  // "erf", "tanh", "sigmoid" or "silu" (SwiGLU)
     Schedule schedule;
+    // true: w1, v, w2 in gelukit's packed panels (the runtime packs them); false: the kernel
+    // reads PyTorch nn.Linear matrices and packs per task (name suffix "_unpacked", or a tuned
+    // kernel with pack_weights=0).
+    bool packed_weights = true;
 };
 const std::vector<FfnKernelInfo> &ffn_kernels();
 
