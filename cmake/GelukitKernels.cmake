@@ -292,7 +292,9 @@ function(gelukit_add_ffn_kernels)
         list(LENGTH parts nparts)
         set(packed 1)
         set(name ${kind}_${dtype}_${form}_${schedule})
-        if (nparts GREATER 4)
+        if (nparts GREATER 5)
+            message(FATAL_ERROR "gelukit: FFN registry row '${row}' has more than five fields")
+        elseif (nparts GREATER 4)
             list(GET parts 4 layout)
             if (NOT layout STREQUAL "unpacked" OR NOT schedule STREQUAL "hand")
                 message(FATAL_ERROR "gelukit: FFN registry row '${row}': only hand:unpacked has a fifth field")
@@ -313,8 +315,9 @@ function(gelukit_add_ffn_kernels)
             # for all rows first (epilogue_at=1). Measured (gelukit_tune, Halide JIT, Zen 3, 2
             # threads, 512 x 768 x 3072, interleaved): ffn 92.9 / 78.9 / 53.2 ms at m_block 128 /
             # 256 / 512 with the fused epilogue, 77.5 / 59.7 / 49.7 ms with epilogue_at=1;
-            # linear_gelu 84.9 / 42.4 / 35.2 / 36.4 ms at 32 / 128 / 256 / 512 (packed default:
-            # ~36 ms).
+            # linear_gelu 84.9 / 42.4 / 35.2 / 36.4 ms at 32 / 128 / 256 / 512 (256 and 512 equal
+            # within the noise; 512 for one task per panel at M = 512, like ffn). The copy is paid
+            # at least once per call: at M = 1 it dominates (README).
             list(APPEND params m_block=512 pack_weights=0)
             if (NOT kind STREQUAL "linear_gelu")
                 list(APPEND params epilogue_at=1)

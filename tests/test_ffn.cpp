@@ -15,8 +15,9 @@
 // factor 2 covers the float64 GELU evaluation and the product of two first-order terms.
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <ostream>
 #include <random>
@@ -637,6 +638,12 @@ TEST(FfnBorrow, BorrowedWeightsAreReadInPlaceCopiesAreNot) {
         FeedForward borrowed(w, o);
         o.borrow_weights = false;
         FeedForward owned(w, o);
+        // The unpacked kernel without borrowing: FeedForward keeps a plain copy of the matrices.
+        o.kernel = std::string(ffn_kind_name(kind)) + "_f32_erf_hand_unpacked";
+        FeedForward copied(w, o);
+        EXPECT_EQ(borrowed.kernel_name(), o.kernel);
+        EXPECT_EQ(copied.kernel_name(), o.kernel);
+        EXPECT_EQ(owned.kernel_name(), std::string(ffn_kind_name(kind)) + "_f32_erf_hand");
         auto forward = [&](const FeedForward &f) {
             std::vector<float> out(std::size_t(p.M * d_out), std::nanf(""));
             f.forward(TensorView::contiguous(p.h.data(), DType::F32, {p.M, p.d_model}),
@@ -650,12 +657,43 @@ TEST(FfnBorrow, BorrowedWeightsAreReadInPlaceCopiesAreNot) {
             }
         };
         expect_matches(p, forward(borrowed), "borrowed");
-        const std::vector<double> owned_before = forward(owned);
+        const std::vector<double> owned_before = forward(owned), copied_before = forward(copied);
         expect_matches(p, owned_before, "owned");
-        w1 = q.w1, w2 = q.w2;  // overwrite the caller's matrices in place
+        expect_matches(p, copied_before, "copied");
+        // Overwrite the caller's matrices in place (same storage: the views stay valid).
+        std::copy(q.w1.begin(), q.w1.end(), w1.begin());
+        std::copy(q.w2.begin(), q.w2.end(), w2.begin());
         expect_matches(q, forward(borrowed), "borrowed, after the caller changed its weights");
-        EXPECT_EQ(forward(owned), owned_before) << ffn_kind_name(kind) << ": the owned copy must not change";
+        EXPECT_EQ(forward(owned), owned_before) << ffn_kind_name(kind) << ": the packed copy must not change";
+        EXPECT_EQ(forward(copied), copied_before) << ffn_kind_name(kind) << ": the plain copy must not change";
     }
+}
+
+// Pinning a kernel by name, and the errors of borrowing: out over a borrowed weight.
+TEST(FfnBorrow, PinnedKernelsAndOverlapErrors) {
+    std::vector<float> w1(96 * 64, 0.01f), w2(64 * 96, 0.01f), h(8 * 64, 1.0f), out(8 * 96);
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(w1.data(), DType::F32, {96, 64});
+    w.w2 = TensorView::contiguous(w2.data(), DType::F32, {64, 96});
+    FeedForwardOptions o;
+    o.kernel = "no_such_kernel";
+    expect_error(ErrorCode::Unsupported, "no FFN kernel named 'no_such_kernel'", [&] { FeedForward(w, o); });
+    o.kernel = "linear_gelu_f32_erf_hand";  // options say Ffn
+    expect_error(ErrorCode::InvalidArgument, "is not a ffn kernel", [&] { FeedForward(w, o); });
+    o.kernel = "ffn_f32_erf_hand", o.borrow_weights = true;
+    expect_error(ErrorCode::Unsupported, "needs an _unpacked kernel", [&] { FeedForward(w, o); });
+    // linear_gelu writing its output over the borrowed W1 (the same bytes it reads).
+    FeedForwardOptions lin;
+    lin.kind = FfnKind::LinearGelu, lin.borrow_weights = true;
+    FeedForward borrowed(w, lin);
+    const TensorView hv = TensorView::contiguous(h.data(), DType::F32, {8, 64});
+    expect_error(ErrorCode::InvalidArgument, "overlaps the borrowed weight w1", [&] {
+        borrowed.forward(hv, TensorView::contiguous(w1.data() + 100, DType::F32, {8, 96}));
+    });
+    EXPECT_NO_THROW(borrowed.forward(hv, TensorView::contiguous(out.data(), DType::F32, {8, 96})));
+    lin.borrow_weights = false;  // a copy: the caller may reuse its W1 storage as the output
+    FeedForward owned(w, lin);
+    EXPECT_NO_THROW(owned.forward(hv, TensorView::contiguous(w1.data(), DType::F32, {8, 96})));
 }
 
 TEST(FfnBorrow, RegistryAndUnsupportedCombinations) {

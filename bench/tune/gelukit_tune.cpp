@@ -166,8 +166,12 @@ std::vector<Knob> ffn_knobs(bool second_gemm = true) {
     // epilogue_at: the d_ff activation per task (0, fused) or for all M first (1, unfused);
     // pack_weights: panels packed once by the runtime (1) or the nn.Linear matrices read and
     //   packed per task inside the kernel (0: no packed copy, FeedForwardOptions::borrow_weights).
+    //   Searched only when asked (--space pack_weights=0,1): it changes what the tuned kernel
+    //   needs from its caller (a tuned unpacked kernel serves borrow_weights, and without
+    //   borrowing FeedForward keeps a plain copy), and its cost grows at small M, which the
+    //   tuning workload's M does not show.
     std::vector<Knob> k = {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 32, 1, 4096},
-                           {"pack_weights", {0, 1}, 1, 0, 1},
+                           {"pack_weights", {1}, 1, 0, 1},
                            {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0, 0, 9},
                            {"avx2_tile_rows", {0, 1, 2, 3, 6}, 0, 0, 12},
                            {"avx2_tile_vectors", {0, 1, 2, 6}, 0, 0, 6, 1, {4, 5}},

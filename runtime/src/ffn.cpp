@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/ffn_layout.h"
@@ -49,27 +50,56 @@ const std::vector<FfnEntry> &registry() {
     return entries;
 }
 
-// The kernel for the options: with borrow_weights one that reads nn.Linear matrices; otherwise
-// the packed one where both are built (Schedule::Hand), else whichever exists (a tuned kernel).
+// The kernel for the options: the pinned one (options.kernel), else for the schedule: with
+// borrow_weights the one that reads nn.Linear matrices; otherwise the first packed one where
+// both are built (Schedule::Hand), else the one that exists (a tuned kernel built unpacked).
 const FfnEntry &find_kernel(const FeedForwardOptions &o) {
     const std::string form = o.kind == FfnKind::SwiGLU ? "silu" : form_name(o.form);
-    const FfnEntry *found = nullptr;
+    const std::string wanted = std::string(ffn_kind_name(o.kind)) + " kernel for dtype " + dtype_name(o.dtype) +
+                               ", form " + form;
+    if (!o.kernel.empty()) {
+        for (const FfnEntry &e : registry()) {
+            if (e.info.name != o.kernel) {
+                continue;
+            }
+            if (e.info.kind != o.kind || e.info.dtype != o.dtype || e.info.form != form) {
+                throw Error(ErrorCode::InvalidArgument, "FeedForward: kernel " + o.kernel + " is not a " + wanted +
+                                                            " (the options' kind, dtype and form)");
+            }
+            if (o.borrow_weights && e.info.packed_weights) {
+                throw Error(ErrorCode::Unsupported, "FeedForward: kernel " + o.kernel +
+                                                        " reads packed weights; borrow_weights needs an _unpacked kernel");
+            }
+            return e;
+        }
+        throw Error(ErrorCode::Unsupported, "FeedForward: no FFN kernel named '" + o.kernel +
+                                                "' is built (see gelukit::ffn_kernels())");
+    }
+    const FfnEntry *packed = nullptr, *unpacked = nullptr;
     for (const FfnEntry &e : registry()) {
         if (e.info.kind == o.kind && e.info.dtype == o.dtype && e.info.form == form &&
             e.info.schedule == o.schedule) {
-            if (o.borrow_weights ? !e.info.packed_weights : (found == nullptr || e.info.packed_weights)) {
-                found = &e;
-            }
+            const FfnEntry *&slot = e.info.packed_weights ? packed : unpacked;
+            slot = slot != nullptr ? slot : &e;
         }
     }
+    const FfnEntry *found = o.borrow_weights ? unpacked : packed != nullptr ? packed : unpacked;
     if (found == nullptr) {
-        throw Error(ErrorCode::Unsupported, std::string("FeedForward: no ") + ffn_kind_name(o.kind) + " kernel for dtype " +
-                                                dtype_name(o.dtype) + ", form " + form + ", schedule " +
-                                                schedule_name(o.schedule) +
-                                                (o.borrow_weights ? " that reads unpacked (borrowed) weights" : "") +
-                                                " (see gelukit::ffn_kernels())");
+        throw Error(ErrorCode::Unsupported,
+                    "FeedForward: no " + wanted + ", schedule " + schedule_name(o.schedule) +
+                        (o.borrow_weights ? " that reads unpacked (borrowed) weights (built for f32, Form::Erf, Ffn "
+                                            "and LinearGelu, Schedule::Hand; or use borrow_weights = false)"
+                                          : "") +
+                        " (see gelukit::ffn_kernels())");
     }
     return *found;
+}
+
+// [begin, end) of a view's bytes (rows may be padded).
+std::pair<const uint8_t *, const uint8_t *> byte_range(const void *data, int64_t rows, int64_t row_stride,
+                                                       int64_t cols, std::size_t es) {
+    const auto *b = static_cast<const uint8_t *>(data);
+    return {b, b + std::size_t(rows > 0 ? (rows - 1) * row_stride + cols : 0) * es};
 }
 
 constexpr int64_t kMaxDim = INT32_MAX;
@@ -372,6 +402,9 @@ int64_t FeedForward::d_out() const {
 const FeedForwardOptions &FeedForward::options() const {
     return impl_->options;
 }
+const std::string &FeedForward::kernel_name() const {
+    return impl_->kernel->info.name;
+}
 double FeedForward::flops_per_row() const {
     const double first = 2.0 * double(impl_->d_model) * double(impl_->d_ff);
     const double second = 2.0 * double(impl_->d_ff) * double(impl_->d_out2);
@@ -435,6 +468,24 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
     if (hb < ob + o_bytes && ob < hb + h_bytes) {
         throw bad("out overlaps h; the block reads all of h's row while writing it (use a separate buffer)");
     }
+    // Borrowed weights are the caller's memory too: out must not overwrite them.
+    const struct {
+        const char *what;
+        const void *rows;
+        int64_t n, k;
+    } borrowed[] = {{"w1", im.w1_rows, im.d_ff, im.d_model},
+                    {"v", im.v_rows, im.d_ff, im.d_model},
+                    {"w2", im.w2_rows, im.d_out2, im.d_ff}};
+    for (const auto &b : borrowed) {
+        if (!im.options.borrow_weights || b.rows == nullptr) {
+            continue;
+        }
+        const auto [wb, we] = byte_range(b.rows, b.n, b.k, b.k, es);
+        if (wb < ob + o_bytes && ob < we) {
+            throw bad(std::string("out overlaps the borrowed weight ") + b.what + " (borrow_weights: the kernel reads it "
+                      "during the call)");
+        }
+    }
 
     // bf16 pairs along d_model: an odd d_model gets a zero column (a copy of h).
     const int64_t k_pad = ceil_div(im.d_model, im.kpair) * im.kpair;
@@ -480,7 +531,7 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
     // at least that size (allocated after the bounds check below) and copy the real part out.
     int64_t out_rows = M, out_cols = d_out, out_stride = out.strides[0];
     const bool use_scratch =
-        im.options.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < kAutoschedMinCols);
+        im.kernel->info.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < kAutoschedMinCols);
     if (use_scratch) {
         out_rows = std::max(M, kAutoschedMinRows), out_cols = std::max(d_out, kAutoschedMinCols);
         out_stride = out_cols;
@@ -501,7 +552,7 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
     }
     args.push_back(&O.buf);
     std::vector<uint8_t> scratch;
-    if (im.options.schedule == Schedule::Adams2019) {
+    if (im.kernel->info.schedule == Schedule::Adams2019) {
         check_autoscheduled_bounds(im.kernel, args, {&H, &W1, &B1, &V, &W2, &B2});
         if (use_scratch) {
             try {

@@ -49,11 +49,26 @@ expect("pos GREATER -1" "no summary row for the GELU kernel: ${out}")
 execute_process(
     COMMAND "${TUNE}" --kernel linear_gelu_f32_erf --trials 3 --budget-s 60 --repetitions 5
             --space m_block=8,16 --space avx512_tile_rows=0,4 --space avx2_tile_rows=0,1
-            --space avx2_tile_vectors=0,2 --space k_block=0,32 --space pack_weights=0,1 --ffn-m 16
+            --space avx2_tile_vectors=0,2 --space k_block=0,32 --ffn-m 16
             --ffn-d-model 64 --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${file}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "${out}")
 expect("rc EQUAL 0" "tuning the FFN kernel failed (${rc}): ${err}")
+string(FIND "${err}" "discarded" pos)
+expect("pos EQUAL -1" "a linear_gelu candidate failed its reference check: ${err}")
+# linear_gelu with weights read as nn.Linear matrices (pack_weights=0), every point of a small
+# space (4 + the default), into a file of its own (the merged file keeps the run above).
+execute_process(
+    COMMAND "${TUNE}" --kernel linear_gelu_f32_erf --trials 5 --budget-s 60 --repetitions 3
+            --space m_block=8,16 --space k_block=0,32 --space pack_weights=0 --space avx512_tile_rows=0
+            --space avx2_tile_rows=0 --space avx2_tile_vectors=0 --ffn-m 37 --ffn-d-model 7
+            --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${WORK}/unpacked.json"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+expect("rc EQUAL 0" "tuning unpacked linear_gelu failed (${rc}): ${err}")
+file(READ "${WORK}/unpacked.json" utext)
+string(JSON u_trials GET "${utext}" kernels linear_gelu_f32_erf measured trials)
+string(JSON u_discarded GET "${utext}" kernels linear_gelu_f32_erf measured discarded)
+expect("u_trials EQUAL 5 AND u_discarded EQUAL 0" "unpacked linear_gelu: ${u_trials} trials (5 wanted), ${u_discarded} discarded: ${err}")
 execute_process(
     COMMAND "${TUNE}" --kernel ffn_f32_erf --trials 17 --budget-s 180 --repetitions 3
             --space m_block=8,16 --space k_block=0,32 --space epilogue_at=0,1 --space pack_weights=0,1
@@ -96,7 +111,11 @@ foreach (e IN ITEMS 0 1)
 endforeach ()
 expect("adams_ok" "Adams2019 was not measured as a candidate: ${text}")
 
-# 3: the build's reader.
+# 3: the build's reader. linear_gelu's entry is set to pack_weights=0 first (the search rarely
+# picks it), so that the configure below must build an unpacked tuned kernel and say so in the
+# runtime's registry.
+string(JSON text SET "${text}" kernels linear_gelu_f32_erf params pack_weights 0)
+file(WRITE "${file}" "${text}")
 include("${SOURCE_DIR}/cmake/GelukitSchedules.cmake")
 set(PROJECT_SOURCE_DIR "${SOURCE_DIR}")
 gelukit_load_schedule_file("${file}" "${ARCH}")
@@ -105,7 +124,7 @@ gelukit_schedule_params(linear_gelu_f32_erf ffn_knobs)
 expect("gelu_knobs MATCHES \"^parallel_grain=(16384|65536);vector_multiple=(1|2)$\"" "GELU knobs '${gelu_knobs}'")
 # (the defaults, m_block 32 and tile rows 0, stay when no candidate beats them significantly)
 # (avx512_tile_rows is searched only on an AVX-512 host, the avx2_tile_* knobs only elsewhere)
-expect("ffn_knobs MATCHES \"^(avx2_tile_rows=(0|1);avx2_tile_vectors=(0|2);)?(avx512_tile_rows=(0|4);)?k_block=(0|32);m_block=(8|16|32);pack_weights=(0|1)$\"" "FFN knobs '${ffn_knobs}'")
+expect("ffn_knobs MATCHES \"^(avx2_tile_rows=(0|1);avx2_tile_vectors=(0|2);)?(avx512_tile_rows=(0|4);)?k_block=(0|32);m_block=(8|16|32);pack_weights=0$\"" "FFN knobs '${ffn_knobs}'")
 # Each case: the file's "kernels" value (or none: no file) and the message the reader must give.
 set(head "{\"format\": \"gelukit-schedules\", \"version\": 1, \"arch\": \"${ARCH}\", \"kernels\": ")
 set(k "\"gelu_fwd_f32_erf_acc\"")
@@ -164,4 +183,11 @@ foreach (pair IN LISTS ffn_knobs)
     string(FIND "${ffn_cmd}" " ${pair}" pos)
     expect("pos GREATER -1" "linear_gelu_f32_erf_tuned is not generated with ${pair}: ${ffn_cmd}")
 endforeach ()
+# The runtime's registry marks the weight layout each tuned kernel expects (0: nn.Linear).
+file(READ "${WORK}/configure/include/gelukit/generated/ffn_kernels.inc" inc)
+string(FIND "${inc}" "GELUKIT_FFN_KERNEL(linear_gelu_f32_erf_tuned, linear_gelu, f32, erf, tuned, 0)" pos)
+expect("pos GREATER -1" "linear_gelu_f32_erf_tuned (pack_weights=0) is not registered as unpacked: ${inc}")
+string(JSON ffn_pack GET "${text}" kernels ffn_f32_erf params pack_weights)
+string(FIND "${inc}" "GELUKIT_FFN_KERNEL(ffn_f32_erf_tuned, ffn, f32, erf, tuned, ${ffn_pack})" pos)
+expect("pos GREATER -1" "ffn_f32_erf_tuned (pack_weights=${ffn_pack}) is registered with another layout: ${inc}")
 message(STATUS "gelukit_tune test: GELU knobs ${gelu_words}, FFN knobs ${ffn_words}; the build uses them")

@@ -42,18 +42,22 @@
 // matrices on every forward(), so they must stay alive and unchanged while the FeedForward is
 // used (biases are still copied: a few KiB). Borrowing needs such a kernel (f32, Form::Erf, Ffn
 // or LinearGelu, Schedule::Hand or a tuned kernel built unpacked); the kernel packs each weight
-// panel per task itself, which costs time (README, FFN speed).
+// panel per task itself, which costs time, most at small M where the whole matrix is copied
+// for a few rows (README, "Weights are owned or borrowed"). The size limits below (TooLarge)
+// apply to borrowed weights too.
 //
 // Errors: gelukit::Error: InvalidArgument for null data, a missing required weight, shapes that
 // do not agree, negative sizes, non-dense weights, rows that are not contiguous, out overlapping
-// h, mixed dtypes; Unsupported for a dtype other than F32/BF16 or a kind/form/dtype/schedule
+// h (or a borrowed weight), mixed dtypes, a pinned kernel of another kind/dtype/form; Unsupported for a dtype other than F32/BF16 or a kind/form/dtype/schedule
 // that is not built; TooLarge for d_model or d_ff > 44,739,242 (int32 strides of the packed
 // panels), M or a row stride > 2^31 - 1, or an allocation that fails. Nothing aborts.
 // Schedules: Hand for every kind, form and dtype; Naive for Ffn and LinearGelu, Adams2019 for
 // LinearGelu, Tuned (the hand schedule with gelukit_tune's knobs, see gelu.h) for Ffn and
 // LinearGelu, with f32 and Form::Erf (ffn_kernels() lists what is built; others throw
 // Unsupported). The Adams2019 kernel is tuned for BERT-base sizes (M ~512, 768 -> 3072); a
-// problem whose tiles would read outside the weights throws Unsupported (use Hand).
+// problem whose tiles would read outside the weights throws Unsupported (use Hand). Where a
+// schedule has both a packed and an unpacked kernel (Hand: ffn_f32_erf_hand and
+// ffn_f32_erf_hand_unpacked), borrow_weights picks the unpacked one, else the packed one.
 // Threads: forward() runs on Halide's thread pool (gelukit::set_num_threads) and may be called
 // concurrently from several threads on one FeedForward (it is read-only after construction).
 #pragma once
@@ -89,6 +93,10 @@ struct FeedForwardOptions {
     // Read the caller's w1/v/w2 in place instead of keeping a (packed) copy; see above.
     // Unsupported where no kernel reading nn.Linear matrices is built for the options.
     bool borrow_weights = false;
+    // Pin a kernel by its registry name (ffn_kernels(), e.g. "ffn_f32_erf_hand_unpacked")
+    // instead of choosing one by schedule: it must be built (else Unsupported) and match kind,
+    // dtype and form (else InvalidArgument); `schedule` is then ignored.
+    std::string kernel;
 };
 
 // One compiled FFN kernel library of the registry (cmake/GelukitKernels.cmake).
@@ -120,6 +128,8 @@ public:
     int64_t d_ff() const;
     int64_t d_out() const;  // columns of out: w2's rows, or d_ff for LinearGelu
     const FeedForwardOptions &options() const;
+    // The registry name of the kernel this FeedForward runs (e.g. "ffn_f32_erf_hand").
+    const std::string &kernel_name() const;
     // Multiply-adds per token row times 2: the FLOP count of one row of forward().
     double flops_per_row() const;
 
