@@ -160,7 +160,7 @@ public:
     //       dim 1 = out features), packed inside the pipeline: each task copies the weight panel
     //       it multiplies into a local panel buffer (schedule_pack) before its GEMM, so no packed
     //       copy is kept (FeedForwardOptions::borrow_weights) at the price of one panel copy
-    //       per task, i.e. the weights are re-read M / m_block times (README, "Weights are
+    //       per task, i.e. the weights are re-read ceil(M / m_block) times (README, "Weights are
     //       owned or borrowed", has the measurements).
     // bfloat16 keeps 1 (its vdpbf16ps pairs along K need an even K, which the packed copy pads).
     GeneratorParam<int> pack_weights{"pack_weights", 1, 0, 1};
@@ -683,7 +683,7 @@ private:
     // pack_weights = 0: the panel of an nn.Linear matrix that a task's GEMM multiplies (kPanel
     // features x all of K) is copied into a local buffer at the task's panel loop (no), so the
     // micro-kernel reads the same contiguous panel as with runtime-packed weights. One copy per
-    // task and panel: the whole matrix is copied M / m_block times per call (at least once, so
+    // task and panel: the whole matrix is copied ceil(M / m_block) times per call (at least once, so
     // at small M the copy dominates). Per 8 k x 8 features: a block of 8 dense row pieces of W
     // (a fixed-size stack buffer: every block dimension is bounded, else Halide sized it
     // symbolically and called halide_malloc per block, 73,728 times per BERT-base call; found

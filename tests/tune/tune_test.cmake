@@ -4,9 +4,11 @@
 #         -DARCH=<arch>-linux [-DCONFIGURE_ARGS=...] -P tune_test.cmake
 # Checks, each failing the test with a message:
 #  1. a corrupt schedule file in the way is moved aside (<file>.corrupt), not merged or lost;
-#  2. a GELU kernel (2 x 2 knob values, Adams2019 as a candidate) and an FFN kernel (2 x 2, odd
-#     shapes) are tuned within the budget and merged into one valid version-1 file whose knob
-#     values come from the restricted space or are the defaults (the incumbent to beat);
+#  2. a GELU kernel (2 x 2 knob values, Adams2019 as a candidate), linear_gelu (small space, odd
+#     shapes; and unpacked, pack_weights=0, in a file of its own) and the whole FFN (all
+#     2 x 2 x 2 x 2 combinations) are tuned within the budget and merged into one valid
+#     version-1 file whose knob values come from the restricted space or are the defaults (the
+#     incumbent to beat);
 #  3. cmake/GelukitSchedules.cmake (the build's reader) returns those knobs; a corrupt file and a
 #     missing file give their messages and no knobs (the defaults);
 #  4. configuring gelukit with -DGELUKIT_SCHEDULE_FILE=<that file> puts the knobs on the tuned
@@ -111,9 +113,9 @@ foreach (e IN ITEMS 0 1)
 endforeach ()
 expect("adams_ok" "Adams2019 was not measured as a candidate: ${text}")
 
-# 3: the build's reader. linear_gelu's entry is set to pack_weights=0 first (the search rarely
-# picks it), so that the configure below must build an unpacked tuned kernel and say so in the
-# runtime's registry.
+# 3: the build's reader. linear_gelu's entry is set to pack_weights=0 first (its run above does
+# not search that knob), so that the configure below must build an unpacked tuned kernel and say
+# so in the runtime's registry.
 string(JSON text SET "${text}" kernels linear_gelu_f32_erf params pack_weights 0)
 file(WRITE "${file}" "${text}")
 include("${SOURCE_DIR}/cmake/GelukitSchedules.cmake")

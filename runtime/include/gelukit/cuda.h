@@ -122,7 +122,8 @@ const std::vector<KernelInfo> &kernels();
 // (PyTorch nn.Linear layout, float32); they are packed into 48-wide panels
 // (generators/common/ffn_layout.h) and uploaded once, at construction, into device memory owned
 // by the object (freed by its destructor) in Launch::context (or the primary context of
-// Launch::device). options.dtype must be F32; options.schedule is ignored (one GPU schedule).
+// Launch::device). options.dtype must be F32; options.schedule, borrow_weights and kernel are ignored (one GPU
+// schedule; the weights are always packed and uploaded).
 // forward_device: h [M, d_model] and out [M, d_out()] are device memory of that same context,
 // rows contiguous (strides [>= cols, 1]); launched asynchronously on Launch::stream unless
 // Launch::synchronize. forward_host: host memory, explicit copies, synchronous.

@@ -48,8 +48,10 @@
 //
 // Errors: gelukit::Error: InvalidArgument for null data, a missing required weight, shapes that
 // do not agree, negative sizes, non-dense weights, rows that are not contiguous, out overlapping
-// h (or a borrowed weight), mixed dtypes, a pinned kernel of another kind/dtype/form; Unsupported for a dtype other than F32/BF16 or a kind/form/dtype/schedule
-// that is not built; TooLarge for d_model or d_ff > 44,739,242 (int32 strides of the packed
+// h (or a borrowed weight), mixed dtypes, a pinned kernel of another kind/dtype/form;
+// Unsupported for a dtype other than F32/BF16, a kind/form/dtype/schedule that is not built, a
+// pinned kernel name that is not built, borrow_weights where no unpacked kernel is built (or a
+// packed kernel is pinned); TooLarge for d_model or d_ff > 44,739,242 (int32 strides of the packed
 // panels), M or a row stride > 2^31 - 1, or an allocation that fails. Nothing aborts.
 // Schedules: Hand for every kind, form and dtype; Naive for Ffn and LinearGelu, Adams2019 for
 // LinearGelu, Tuned (the hand schedule with gelukit_tune's knobs, see gelu.h) for Ffn and
@@ -95,7 +97,8 @@ struct FeedForwardOptions {
     bool borrow_weights = false;
     // Pin a kernel by its registry name (ffn_kernels(), e.g. "ffn_f32_erf_hand_unpacked")
     // instead of choosing one by schedule: it must be built (else Unsupported) and match kind,
-    // dtype and form (else InvalidArgument); `schedule` is then ignored.
+    // dtype and form (else InvalidArgument); with borrow_weights it must be an unpacked one
+    // (else Unsupported). `schedule` is then ignored: kernel_name() says what runs.
     std::string kernel;
 };
 
