@@ -258,22 +258,27 @@ void register_ffn_benchmarks(int threads) {
                 if (s == Schedule::Naive && (w.M > 16 || threads > 1)) {
                     continue;
                 }
-                // The packed kernel, and where built the one reading nn.Linear matrices
-                // ("<kind>_hand_unpacked": borrowed weights, panels packed per task). A tuned
-                // kernel is whichever the schedule file chose.
-                for (bool packed : {true, false}) {
-                    const bool tuned_any = s == Schedule::Tuned && packed;
-                    if (!(built(w.kind, dt, w.form, s, packed) || (tuned_any && built(w.kind, dt, w.form, s, false))) ||
-                        (!packed && s == Schedule::Tuned)) {
-                        continue;
-                    }
-                    const bool borrow = !packed;
-                    const std::string variant = std::string(ffn_kind_name(w.kind)) + "_" + schedule_name(s) +
-                                                (packed ? "" : "_unpacked");
+                auto add = [&](const std::string &variant, bool borrow) {
                     benchmark::RegisterBenchmark(name(w, dt, variant, threads).c_str(),
                                                  [=](benchmark::State &st) { BM_Gelukit(st, w, dt, s, borrow, threads); })
                         ->UseRealTime()
                         ->Unit(benchmark::kMillisecond);
+                };
+                const std::string variant = std::string(ffn_kind_name(w.kind)) + "_" + schedule_name(s);
+                if (s == Schedule::Tuned) {
+                    // One row: whichever weight layout the schedule file chose (an unpacked tuned
+                    // kernel is given a plain copy of the weights, like the packed one).
+                    if (built(w.kind, dt, w.form, s, true) || built(w.kind, dt, w.form, s, false)) {
+                        add(variant, /*borrow=*/false);
+                    }
+                    continue;
+                }
+                // The packed kernel, and where built the one reading nn.Linear matrices
+                // ("<kind>_hand_unpacked": borrowed weights, panels packed per task).
+                for (bool packed : {true, false}) {
+                    if (built(w.kind, dt, w.form, s, packed)) {
+                        add(packed ? variant : variant + "_unpacked", /*borrow=*/!packed);
+                    }
                 }
             }
             if (w.kind != FfnKind::Ffn) {

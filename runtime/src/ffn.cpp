@@ -462,10 +462,9 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
     }
     const std::size_t es = dtype_size(dt);
     const auto *hb = static_cast<const uint8_t *>(h.data);
-    const auto *ob = static_cast<const uint8_t *>(out.data);
-    const std::size_t h_bytes = std::size_t((M - 1) * h.strides[0] + h.shape[1]) * es;
-    const std::size_t o_bytes = std::size_t((M - 1) * out.strides[0] + out.shape[1]) * es;
-    if (hb < ob + o_bytes && ob < hb + h_bytes) {
+    const auto [ob, oe] = byte_range(out.data, M, out.strides[0], out.shape[1], es);
+    const auto he = byte_range(h.data, M, h.strides[0], h.shape[1], es).second;
+    if (hb < oe && ob < he) {
         throw bad("out overlaps h; the block reads all of h's row while writing it (use a separate buffer)");
     }
     // Borrowed weights are the caller's memory too: out must not overwrite them.
@@ -481,7 +480,7 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
             continue;
         }
         const auto [wb, we] = byte_range(b.rows, b.n, b.k, b.k, es);
-        if (wb < ob + o_bytes && ob < we) {
+        if (wb < oe && ob < we) {
             throw bad(std::string("out overlaps the borrowed weight ") + b.what + " (borrow_weights: the kernel reads it "
                       "during the call)");
         }
@@ -567,7 +566,7 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
     detail::check_halide_status(im.kernel->fn(args.data()), im.kernel->info.name);
     if (!scratch.empty()) {
         for (int64_t m = 0; m < M; m++) {
-            std::memcpy(const_cast<uint8_t *>(ob) + std::size_t(m * out.strides[0]) * es,
+            std::memcpy(static_cast<uint8_t *>(out.data) + std::size_t(m * out.strides[0]) * es,
                         scratch.data() + std::size_t(m * out_cols) * es, std::size_t(d_out) * es);
         }
     }
