@@ -634,9 +634,10 @@ private:
         // 47.5 ms for the unpacked kernel vs 13.2 ms for m_block 32), and M = 513 would compute a
         // second full block for one row. So where M is not a multiple of mb the blocks are
         // ceil(M / mb) equal shares of M rounded up to whole register tiles (at most one partial
-        // tile per task is wasted; unpacked M = 128: 14.4 ms). That split factor is symbolic,
-        // which cost the fused 32-row tasks 17% at M = 512 (48.7 -> 57 ms, 1 thread, Zen 4):
-        // where M is a multiple of mb, a specialisation keeps the constant factor.
+        // tile per task is wasted; unpacked M = 128: 14.4 ms). That split factor is symbolic
+        // (every buffer sized from it too); where M is a multiple of mb a specialisation keeps
+        // the constant factor, i.e. the previous loop nest (whether the symbolic one is slower
+        // was not resolved on the noisy VM: README, FFN speed, Zen 4).
         // (max(): M = 0 is never run, the runtime returns first, but keeps the factor positive.)
         Expr M = max((*h).dim(1).extent(), 1);
         Expr n_tasks = (M + (mb - 1)) / mb;
