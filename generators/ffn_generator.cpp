@@ -617,13 +617,13 @@ private:
         Output<Buffer<>> &O = *out;
         Var mo{"mo"}, mi{"mi"}, mio{"mio"}, mii{"mii"}, no{"no"}, ni{"ni"};
 
-        // Output tiles of kPanel x mr, guarded at the edges; tasks are blocks of mb token rows
-        // (and, nested, the output's panels, which keeps 2+ cores busy when M is small).
+        // Output tiles of kPanel x mr, guarded at the edges; tasks are blocks of up to mb token
+        // rows (task_rows below; and, nested, the output's panels, which keeps 2+ cores busy when M is small).
         const int mr_out = kind == FfnKind::LinearGelu ? mr1 : mr2;
         // Loop order inside a task: weight panel (no) outside the row tiles (mio), so each panel
         // (48 x K floats: 144 KiB at K = 768, 576 KiB at K = 3072) is read from L3 once per task
         // and from L2 by the task's other mb / mr row tiles.
-        // Parallel tasks of mb rows x one panel, row tiles of mr inside, guarded at the edges
+        // Parallel tasks of task_rows (<= mb) rows x one panel, row tiles of mr inside, guarded at the edges
         // (the output, and the d_ff activation when it is computed at root).
         //
         // The task's rows: mb where M is a multiple of it, else balanced shares of M. With
@@ -633,8 +633,9 @@ private:
         // 4x the GEMM work and M = 1 64x (measured on Zen 4, AVX-512, 1 thread, 128 x 768 x 3072:
         // 47.5 ms for the unpacked kernel vs 13.2 ms for m_block 32), and M = 513 would compute a
         // second full block for one row. So where M is not a multiple of mb the blocks are
-        // ceil(M / mb) equal shares of M rounded up to whole register tiles (at most one partial
-        // tile per task is wasted; unpacked M = 128: 14.4 ms). That split factor is symbolic
+        // ceil(M / mb) shares of M, each rounded up to whole register tiles (fewer than n_tasks * mr
+        // rows are computed past M in all, possibly all in the last task, e.g. M = 17, mb = 16,
+        // mr = 8: tasks of 16 and 1 rows; unpacked M = 128: 14.4 ms). That split factor is symbolic
         // (every buffer sized from it too); where M is a multiple of mb a specialisation keeps
         // the constant factor, i.e. the previous loop nest (whether the symbolic one is slower
         // was not resolved on the noisy VM: README, FFN speed, Zen 4).
@@ -677,7 +678,7 @@ private:
         schedule_pack(W2, O, no, lanes);
         Var ao{"ao"}, ai{"ai"};
         if (epilogue_at == 0) {
-            // Whole block: per task of mb token rows, the d_ff intermediate a (mb x d_ff: 384 KiB
+            // Whole block: per task of task_rows token rows, the d_ff intermediate a (mb x d_ff: 384 KiB
             // at d_ff 3072, L2-resident) is computed tile by tile (GEMM1 + epilogue), then read by
             // the second GEMM's tiles; it never makes a round trip through memory.
             a.compute_at(O, mo)
@@ -687,7 +688,7 @@ private:
                 .vectorize(ni, lanes)
                 .parallel(no);
         } else {
-            // Unfused order: all of a first (tasks of mb rows x one panel, like the output), then
+            // Unfused order: all of a first (tasks of task_rows x one panel, like the output), then
             // the second GEMM reads it back from L3/memory (M x d_ff x 4 B: 6 MiB at BERT-base).
             // GuardWithIf on m: a has exactly M rows here (the runtime's rows, no padding).
             a.compute_root();
