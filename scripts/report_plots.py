@@ -75,6 +75,7 @@ def gelu_throughput(results, plots_dir):
                 ax.set_xticklabels(forms)
                 ax.set_title(" ".join(panel), fontsize=10)
                 ax.set_ylabel("GB/s")
+                ax.set_xlabel("GELU form", fontsize=8)
             for p_index in range(len(panels), nrows * cols):
                 axes[p_index // cols][p_index % cols].axis("off")
             handles = [Patch(color=colors[v], label=v) for v in variants]
@@ -160,6 +161,7 @@ def ffn_vs_peak(ffn, context, plots_dir):
                 ax.axhline(float(peak), color="black", linestyle="--", linewidth=1)
             ax.set_xticks([j + 0.4 - width / 2 for j in range(len(workloads))])
             ax.set_xticklabels(workloads, fontsize=8)
+            ax.set_xlabel("workload: GELU form, M tokens, d_model/d_ff", fontsize=8)
             ax.set_ylabel("GFLOP/s")
             ax.set_title(f"{dtype} feed-forward blocks, {threads} thread(s)")
         handles = [Patch(color=colors[v], label=v) for v in variants]

@@ -12,6 +12,7 @@
 // --profile-points) as CSV "x,ulp" (backward: dy = 1, the ULP error of GELU'(x)); the main job
 // plots these (scripts/gelukit_report.py).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -70,11 +71,6 @@ int main(int argc, char **argv) {
         test::SweepResult r = exhaustive ? test::sweep_exhaustive(cfg, /*show_progress=*/true)
                                          : test::sweep_sampled(cfg, samples);
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::printf("kernel=gelu_%s_%s_%s_%s_%s scale=%g mode=%s seconds=%.1f isa=%s\n",
-                    direction == "forward" ? "fwd" : "bwd", dtype.c_str(), form_name(cfg.options.form),
-                    math.c_str(), schedule.c_str(), scale, exhaustive ? "exhaustive" : "sampled", secs,
-                    dispatched_isa().c_str());
-        std::printf("%s\n", r.summary(cfg.dtype).c_str());
         if (!profile_file.empty()) {
             // Grid values rounded to the storage type, run through the kernel in one call.
             std::vector<uint32_t> xb(static_cast<std::size_t>(profile_points));
@@ -95,17 +91,32 @@ int main(int argc, char **argv) {
                 return 2;
             }
             std::fprintf(f, "x,ulp\n");
+            long long profile_max = 0;
             for (std::size_t i = 0; i < xb.size(); i++) {
                 const double x = test::bits_to_double(xb[i], cfg.dtype);
                 const test::RefValue ref = cfg.direction == Direction::Forward
                                                ? test::gelu_ref(cfg.options.form, x, cfg.options.scale)
                                                : test::gelu_grad_ref(cfg.options.form, x, cfg.options.scale);
-                std::fprintf(f, "%.9g,%lld\n", x,
-                             static_cast<long long>(test::ulp_distance(yb[i], test::round_to_bits(ref, cfg.dtype), cfg.dtype)));
+                const long long u =
+                    static_cast<long long>(test::ulp_distance(yb[i], test::round_to_bits(ref, cfg.dtype), cfg.dtype));
+                profile_max = std::max(profile_max, u);
+                std::fprintf(f, "%.9g,%lld\n", x, u);
             }
             std::fclose(f);
-            std::printf("profile: %d points in [%g, %g] written to %s\n", profile_points, lo, hi, profile_file.c_str());
+            // The grid's maximum is over these points only: it can differ from the sweep's max_ulp
+            // below, which is over the sweep's inputs (the plot shows the grid).
+            std::printf("profile: %d points in [%g, %g] written to %s, their max_ulp=%lld (grid points only)\n",
+                        profile_points, lo, hi, profile_file.c_str(), profile_max);
         }
+        std::printf("kernel=gelu_%s_%s_%s_%s_%s scale=%g mode=%s seconds=%.1f isa=%s\n",
+                    direction == "forward" ? "fwd" : "bwd", dtype.c_str(), form_name(cfg.options.form),
+                    math.c_str(), schedule.c_str(), scale, exhaustive ? "exhaustive" : "sampled", secs,
+                    dispatched_isa().c_str());
+        if (r.max_ulp > 0) {
+            std::printf("worst input (max_ulp below): x=%.9g\n", test::bits_to_double(r.worst_bits, cfg.dtype));
+        }
+        // Last line, always (the format the README documents): max_ulp=<v> x=<input bits in hex>.
+        std::printf("%s\n", r.summary(cfg.dtype).c_str());
         return (max_ulp_allowed >= 0 && r.max_ulp > max_ulp_allowed) ? 1 : 0;
     } catch (const gelukit::Error &e) {
         std::fprintf(stderr, "%s\n", e.what());

@@ -18,8 +18,11 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     profile = os.path.join(work, "erf_acc.csv")
-    subprocess.run([accuracy, "--form", "erf", "--samples", "4096", "--profile", profile,
-                    "--profile-range", "-6", "6", "--profile-points", "2001"], check=True)
+    tool = subprocess.run([accuracy, "--form", "erf", "--samples", "4096", "--profile", profile,
+                           "--profile-range", "-6", "6", "--profile-points", "2001"],
+                          check=True, capture_output=True, text=True)
+    print(tool.stdout, end="")
+    tool_lines = tool.stdout.splitlines()
     out = os.path.join(work, "report.md")
     subprocess.run([sys.executable, os.path.join(source, "scripts", "gelukit_report.py"),
                     os.path.join(source, "tests", "data", "bench_fixture.json"), "--out", out,
@@ -51,6 +54,14 @@ def main():
         rows = f.read().splitlines()[1:]
     if len(rows) != 2001 or max(int(r.split(",")[1]) for r in rows) > 1:
         failures.append(f"profile: {len(rows)} points, max ULP above 1")
+    # The tool's contract: its last line is "max_ulp=<v> x=0x<bits>", also with --profile, and
+    # the profile line states the grid's own maximum (the CSV's), which the plot shows.
+    if not tool_lines or not re.fullmatch(r".*max_ulp=[0-9]+ x=0x[0-9A-F]{8}", tool_lines[-1]):
+        failures.append(f"gelukit_accuracy's last line is not max_ulp=<v> x=<hex>: {tool_lines[-1:]}")
+    grid = [line for line in tool_lines if line.startswith("profile:")]
+    grid_max = max(int(r.split(",")[1]) for r in rows) if rows else -1
+    if len(grid) != 1 or not grid[0].endswith(f"their max_ulp={grid_max} (grid points only)"):
+        failures.append(f"profile line does not state the CSV's maximum {grid_max}: {grid}")
     for failure in failures:
         print("FAIL:", failure)
     print(f"gelukit_report test: {len(links)} plots, {len(failures)} failures")
