@@ -552,18 +552,32 @@ private:
     // (kPanel = 48 features) x gpu_rows (32) token rows per block, 16 x 8 = 128 threads per block. The
     // block's 48 x 32 accumulators live in shared memory (6 KiB), each thread owning a 3 x 4
     // register tile of them: for every k it reads 3 weights and 4 activations and does 12 FMAs
-    // (unrolled; the register-tiling idea of Halide's apps/cuda_mat_mul). The K loop is inside
-    // the thread's tile, so the accumulators' shared-memory addresses are loop-invariant there
-    // (LLVM keeps them in registers: shared and global memory cannot alias). The epilogue then
-    // reads the tile back with the output's own 3 x 4 thread mapping after a barrier. Weights and
-    // activations are read from global memory (the block's threads share them through L1); they
-    // are not staged through shared memory (not done yet). 4 warps per block; BERT-base GEMM1
-    // (M 512, d_ff 3072) launches 64 x 16 = 1024 blocks. Two-GEMM kinds store the d_ff
-    // activation in global memory between the two kernels (M x d_ff: 6 MiB float32 at
-    // BERT-base, L2-resident on A100/H100).
-    void schedule_gpu_gemm(Func out_f, Func z, Func zgate, const RDom &r) {
+    // (unrolled; the register-tiling idea of Halide's apps/cuda_mat_mul). The K loop runs in
+    // blocks of kGpuKBlock: for each, the block's threads first copy the panel's 48 x 16 weights
+    // (3 KiB) and the 16 x 32 activations (2 KiB) from global into shared memory, coalesced (16
+    // consecutive threads read 16 consecutive floats along each operand's contiguous dimension),
+    // then, after a barrier (Halide inserts it), every thread runs its 3 x 4 tile over the 16 k
+    // from shared memory: each global element is read once per block instead of once per thread
+    // that uses it (16 x for the weights, 8 x for the activations). Inside a K block the
+    // accumulators' shared-memory addresses are loop-invariant, so LLVM keeps them in registers
+    // there. The epilogue then reads the tile back with the output's own 3 x 4 thread mapping
+    // after a barrier. 4 warps per block; BERT-base GEMM1 (M 512, d_ff 3072) launches 64 x 16 =
+    // 1024 blocks; shared memory per block 11 KiB (32 rows), so occupancy is bounded by registers,
+    // not by shared memory. Two-GEMM kinds store the d_ff activation in global memory between the
+    // two kernels (M x d_ff: 6 MiB float32 at BERT-base, L2-resident on A100/H100).
+    // Not measured on a GPU (none is lent here): the block sizes are reasoned, not tuned.
+    static constexpr int kGpuKBlock = 16;
+
+    struct GpuOperands {
+        Func acc;      // the accumulator Func (z1, zv or z2)
+        Func act;      // activations (k, m): hc or a
+        Func weights;  // packed panels (kk, pi, kb, po): W1, V or W2
+    };
+
+    void schedule_gpu_gemm(Func out_f, std::vector<GpuOperands> gemms, const RDom &r) {
         Var no{"no"}, ni{"ni"}, mo{"mo"}, mi{"mi"}, tn{"tn"}, rn{"rn"}, tm{"tm"}, rm{"rm"};
         const int rows = gpu_rows, cols_per_thread = 3, rows_per_thread = 4;  // gpu_rows: 32 by default
+        const int col_threads = kPanel / cols_per_thread, row_threads = rows / rows_per_thread;  // 16 x 8
         out_f.split(n, no, ni, kPanel, TailStrategy::GuardWithIf)
             .split(m, mo, mi, rows, TailStrategy::GuardWithIf)
             .split(ni, tn, rn, cols_per_thread, TailStrategy::RoundUp)
@@ -574,11 +588,10 @@ private:
         // The epilogue's 3 x 4 loop is not unrolled: one copy of the GELU code per thread (the
         // unrolled erf epilogue took Halide 130 s to lower per library; the epilogue is a small
         // part of the K-long GEMM).
-        for (Func f : {z, zgate}) {
-            if (!f.defined()) {
-                continue;
-            }
+        for (GpuOperands &g : gemms) {
+            Func f = g.acc;
             Var pt{"pt"}, pr{"pr"}, mt{"mt"}, mr{"mr"};
+            RVar rko{"rko"}, rki{"rki"};
             // A whole tile even at the tensor edges (rows past M read the clamped last row).
             f.compute_at(out_f, no).bound_extent(pi, kPanel).bound_extent(po, 1).bound_extent(m, rows);
             f.split(pi, pt, pr, cols_per_thread)
@@ -587,26 +600,63 @@ private:
                 .gpu_threads(pt, mt)
                 .unroll(pr)
                 .unroll(mr);
+            // K in blocks of kGpuKBlock (the tail guarded: no operand is read past K). rfactor
+            // turns each block's sum into its own Func, `part`, computed inside the thread loops:
+            // a thread's 3 x 4 partial sums are then registers (12 floats, constant indices
+            // after unrolling), and only the block loop (rko) is left at block level, where the
+            // operands can be staged. f (shared memory) adds each block's partial sums once.
+            // (With f accumulated directly, Halide keeps the K-block loop's accumulators either
+            // in shared memory, where LLVM cannot tell them from the staged operands and stores
+            // them after every FMA, or, stored in registers, as a 6 KiB per-thread local array:
+            // ptxas -v, sm_90.) Summation order: blocks of 16 k, each summed from 0 in float32,
+            // then added in order: within the GEMM error bound the tests use.
+            f.update().split(r.y, rko, rki, kGpuKBlock, TailStrategy::GuardWithIf);
+            Var kv{"kv"};
+            Func part = f.update().rfactor(rko, kv);
             f.update()
                 .split(pi, pt, pr, cols_per_thread)
                 .split(m, mt, mr, rows_per_thread)
-                .reorder(pr, mr, r.x, r.y, po, pt, mt)
+                .reorder(pr, mr, pt, mt, rko, po)
                 .gpu_threads(pt, mt)
                 .unroll(pr)
-                .unroll(mr)
-                .unroll(r.x);
+                .unroll(mr);
+            part.compute_at(f, pt).unroll(pi).unroll(m);
+            part.update().reorder(pi, m, r.x, rki, kv, po).unroll(pi).unroll(m).unroll(r.x);
+            // Shared-memory copies of this K block's operands (computed at the block-level K
+            // loop, outside the thread loops: Halide places them in shared memory and puts a
+            // barrier before their use).
+            Func ws = g.weights.in(part);
+            std::vector<Var> wa = ws.args();  // (kk, pi, kb, po)
+            Var wpo{"wpo"}, wpi{"wpi"}, wko{"wko"}, wki{"wki"};
+            ws.compute_at(f, rko)
+                .split(wa[1], wpo, wpi, col_threads, TailStrategy::GuardWithIf)
+                .split(wa[2], wko, wki, std::min(row_threads, kGpuKBlock), TailStrategy::GuardWithIf)
+                .reorder(wa[0], wpi, wki, wpo, wko, wa[3])
+                .gpu_threads(wpi, wki);
+            Func as = g.act.in(part);
+            std::vector<Var> aa = as.args();  // (k, m)
+            Var ako{"ako"}, aki{"aki"}, amo{"amo"}, ami{"ami"};
+            as.compute_at(f, rko)
+                .split(aa[0], ako, aki, std::min(col_threads, kGpuKBlock), TailStrategy::GuardWithIf)
+                .split(aa[1], amo, ami, row_threads, TailStrategy::GuardWithIf)
+                .reorder(aki, ami, ako, amo)
+                .gpu_threads(aki, ami);
         }
     }
 
     void schedule_gpu() {
         Output<Buffer<>> &O = *out;
+        std::vector<GpuOperands> first{{z1, hc, W1}};
+        if (gated()) {
+            first.push_back({zv, hc, V});
+        }
         if (kind == FfnKind::LinearGelu) {
-            schedule_gpu_gemm(O, z1, zv, r1);
+            schedule_gpu_gemm(O, first, r1);
             return;
         }
         a.compute_root();
-        schedule_gpu_gemm(a, z1, zv, r1);
-        schedule_gpu_gemm(O, z2, Func(), r2);
+        schedule_gpu_gemm(a, first, r1);
+        schedule_gpu_gemm(O, {{z2, a, W2}}, r2);
     }
 
     void schedule_hand() {

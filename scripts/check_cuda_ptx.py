@@ -13,7 +13,11 @@ Checks (build/cuda_kernels.manifest and cuda_ffn_kernels.manifest list
   f64      no float64 instruction in any fp32/bf16/fp16 kernel (G46): instructions whose type
            suffix is .f64 (add.f64, cvt.f64.f32, ld.global.f64, ...) are counted;
   ptxas    the PTX assembles with ptxas for every --arch (sm_80 and sm_90 in ctest); exit code 77
-           (ctest: skipped) when ptxas is not available.
+           (ctest: skipped) when ptxas is not available. For the FFN libraries (linear_gelu, ffn,
+           geglu, swiglu) also: the GEMM operands are staged through shared memory (ld.shared in
+           every module) and no kernel has a local-memory stack frame (ptxas -v: 0 bytes; the
+           per-thread accumulators must be registers, see schedule_gpu_gemm in
+           generators/ffn_generator.cpp).
 """
 import argparse
 import os
@@ -43,6 +47,10 @@ def read_manifest(path):
     if not rows:
         sys.exit(f"check_cuda_ptx: no libraries listed in {path}")
     return rows
+
+
+def is_ffn(name):
+    return re.match(r"cuda_(linear_gelu|ffn|geglu|swiglu)_", name) is not None
 
 
 def embedded_ptx(lib_path):
@@ -150,6 +158,16 @@ def main():
                     used = re.findall(r"Used (\d+) registers", p.stderr)
                     if used:
                         regs = max(used, key=int)
+                    if is_ffn(r["name"]):
+                        stack = [int(b) for b in re.findall(r"(\d+) bytes stack frame", p.stderr)]
+                        if any(stack):
+                            ok = False
+                            failures.append(f"{r['name']}: ptxas -arch={arch}: {max(stack)} bytes stack frame "
+                                            "(accumulators or operands in local memory)")
+                        if "ld.shared" not in m:
+                            ok = False
+                            failures.append(f"{r['name']}: no shared-memory load in a GEMM module "
+                                            "(operands not staged)")
                 cols.append(f"{'ok' if ok else 'FAIL'} {regs:>3} regs")
         print(f"{r['name']:44} {r['dtype']:5} {len(mods):4} {entries:7} {len(f64):7}  " +
               "  ".join(f"{c:>14}" for c in cols))
