@@ -149,9 +149,12 @@ public:
     // streams the weights once per m_block pass instead of once per task of both GEMMs).
     GeneratorParam<int> epilogue_at{"epilogue_at", 0, 0, 1};
     // Token rows per thread block of the GPU schedule (schedule_gpu_gemm): each thread owns
-    // 4 rows x 3 features, so a block has 16 x gpu_rows/4 threads (32 rows: 128 threads) and a
-    // 48 x gpu_rows float32 accumulator tile in shared memory (6 KiB at 32). A multiple of 8
-    // (whole warps), 8-128.
+    // 4 rows x 3 features, so a block has 16 x gpu_rows/4 threads (32 rows: 128 threads), one
+    // 48 x gpu_rows float32 accumulator tile in shared memory per accumulator (two for geglu and
+    // swiglu) and the staged K block of both operands, 16 x (48 + gpu_rows) floats:
+    // gpu_shared_bytes(). A multiple of 8 (whole warps), 8-128; the gated kinds at most 96, where
+    // the block still fits the 48 KiB of shared memory CUDA gives a kernel without opting in
+    // (Halide's CUDA runtime launches with dynamic shared memory and does not opt in).
     GeneratorParam<int> gpu_rows{"gpu_rows", 32, 8, 128};
     // Weight layout of the inputs w1, v, w2 (CPU hand schedule, float32):
     //   1 = panels packed once by the runtime (ffn_layout.h), 4-D inputs: the GEMMs stream each
@@ -199,6 +202,13 @@ public:
         }
         if (gpu_rows % 8 != 0) {
             throw std::invalid_argument("ffn: gpu_rows must be a multiple of 8 (whole warps per block)");
+        }
+        if (get_target().has_gpu_feature() && gpu_shared_bytes() > kGpuSharedLimit) {
+            throw std::invalid_argument("ffn: gpu_rows=" + std::to_string(int(gpu_rows)) + " needs " +
+                                        std::to_string(gpu_shared_bytes()) +
+                                        " bytes of shared memory per block, more than the " +
+                                        std::to_string(kGpuSharedLimit) + " a CUDA kernel gets without opting in" +
+                                        (gated() ? " (gated kinds: gpu_rows <= 96)" : ""));
         }
         if (epilogue_at != 0 && kind == FfnKind::LinearGelu) {
             throw std::invalid_argument("ffn: epilogue_at applies to the kinds with a second GEMM; linear_gelu's "
@@ -562,11 +572,21 @@ private:
     // accumulators' shared-memory addresses are loop-invariant, so LLVM keeps them in registers
     // there. The epilogue then reads the tile back with the output's own 3 x 4 thread mapping
     // after a barrier. 4 warps per block; BERT-base GEMM1 (M 512, d_ff 3072) launches 64 x 16 =
-    // 1024 blocks; shared memory per block 11 KiB (32 rows), so occupancy is bounded by registers,
+    // 1024 blocks; shared memory per block 11 KiB (32 rows; gated kinds 17 KiB: gpu_shared_bytes), so occupancy is bounded by registers,
     // not by shared memory. Two-GEMM kinds store the d_ff activation in global memory between the
     // two kernels (M x d_ff: 6 MiB float32 at BERT-base, L2-resident on A100/H100).
     // Not measured on a GPU (none is lent here): the block sizes are reasoned, not tuned.
     static constexpr int kGpuKBlock = 16;
+    static constexpr int kGpuSharedLimit = 48 * 1024;
+
+    // Shared memory of one GEMM thread block of schedule_gpu (Halide allocates it dynamically
+    // and reuses the staging buffers between the accumulators of a gated kind): the float32
+    // accumulator tiles plus one staged K block of weights and activations. geglu at 32 rows:
+    // (2 * 48 * 32 + 16 * (48 + 32)) * 4 = 17 KiB; at 128 rows 59 KiB (refused).
+    int gpu_shared_bytes() const {
+        const int accumulators = gated() ? 2 : 1;
+        return (accumulators * kPanel * gpu_rows + kGpuKBlock * (kPanel + gpu_rows)) * 4;
+    }
 
     struct GpuOperands {
         Func acc;      // the accumulator Func (z1, zv or z2)

@@ -67,11 +67,18 @@ int main(int argc, char **argv) {
         cfg.options.scale = scale;
         cfg.threads = threads;
         set_num_threads(threads);
+        // The profile file is opened before the sweep, so that a path that cannot be written
+        // fails at once instead of after an exhaustive run.
+        FILE *profile = nullptr;
+        if (!profile_file.empty() && !(profile = std::fopen(profile_file.c_str(), "w"))) {
+            std::fprintf(stderr, "cannot write %s\n", profile_file.c_str());
+            return 2;
+        }
         auto t0 = std::chrono::steady_clock::now();
         test::SweepResult r = exhaustive ? test::sweep_exhaustive(cfg, /*show_progress=*/true)
                                          : test::sweep_sampled(cfg, samples);
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (!profile_file.empty()) {
+        if (profile) {
             // Grid values rounded to the storage type, run through the kernel in one call.
             std::vector<uint32_t> xb(static_cast<std::size_t>(profile_points));
             const double lo = profile_range[0], hi = profile_range[1];
@@ -85,11 +92,7 @@ int main(int argc, char **argv) {
                 yb = test::run_backward(xb, std::vector<uint32_t>(xb.size(), test::to_bits(1.0, cfg.dtype)), cfg.dtype,
                                         cfg.options);
             }
-            FILE *f = std::fopen(profile_file.c_str(), "w");
-            if (!f) {
-                std::fprintf(stderr, "cannot write %s\n", profile_file.c_str());
-                return 2;
-            }
+            FILE *f = profile;
             std::fprintf(f, "x,ulp\n");
             long long profile_max = 0;
             for (std::size_t i = 0; i < xb.size(); i++) {
@@ -102,7 +105,10 @@ int main(int argc, char **argv) {
                 profile_max = std::max(profile_max, u);
                 std::fprintf(f, "%.9g,%lld\n", x, u);
             }
-            std::fclose(f);
+            if (std::fclose(f) != 0) {
+                std::fprintf(stderr, "error writing %s\n", profile_file.c_str());
+                return 2;
+            }
             // The grid's maximum is over these points only: it can differ from the sweep's max_ulp
             // below, which is over the sweep's inputs (the plot shows the grid).
             std::printf("profile: %d points in [%g, %g] written to %s, their max_ulp=%lld (grid points only)\n",
@@ -112,9 +118,7 @@ int main(int argc, char **argv) {
                     direction == "forward" ? "fwd" : "bwd", dtype.c_str(), form_name(cfg.options.form),
                     math.c_str(), schedule.c_str(), scale, exhaustive ? "exhaustive" : "sampled", secs,
                     dispatched_isa().c_str());
-        if (r.max_ulp > 0) {
-            std::printf("worst input (max_ulp below): x=%.9g\n", test::bits_to_double(r.worst_bits, cfg.dtype));
-        }
+        std::printf("worst input (max_ulp below): x=%.9g\n", test::bits_to_double(r.worst_bits, cfg.dtype));
         // Last line, always (the format the README documents): max_ulp=<v> x=<input bits in hex>.
         std::printf("%s\n", r.summary(cfg.dtype).c_str());
         return (max_ulp_allowed >= 0 && r.max_ulp > max_ulp_allowed) ? 1 : 0;

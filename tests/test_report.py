@@ -9,6 +9,7 @@ Usage: test_report.py <source dir> <gelukit_accuracy> <scratch dir>
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -58,6 +59,15 @@ def main():
     # the profile line states the grid's own maximum (the CSV's), which the plot shows.
     if not tool_lines or not re.fullmatch(r".*max_ulp=[0-9]+ x=0x[0-9A-F]{8}", tool_lines[-1]):
         failures.append(f"gelukit_accuracy's last line is not max_ulp=<v> x=<hex>: {tool_lines[-1:]}")
+    worst = [line for line in tool_lines if line.startswith("worst input")]
+    hex_bits = re.search(r"x=0x([0-9A-F]{8})$", tool_lines[-1]) if tool_lines else None
+    if len(worst) != 1 or len(tool_lines) < 2 or tool_lines[-2] != worst[0] or not hex_bits:
+        failures.append(f"the line before the last is not the worst input in decimal: {tool_lines[-2:]}")
+    else:
+        want = struct.unpack("<f", struct.pack("<I", int(hex_bits.group(1), 16)))[0]
+        got = float(worst[0].split("x=")[1])
+        if struct.pack("<f", got) != struct.pack("<f", want):
+            failures.append(f"worst input {got!r} is not the float of 0x{hex_bits.group(1)} ({want!r})")
     grid = [line for line in tool_lines if line.startswith("profile:")]
     grid_max = max(int(r.split(",")[1]) for r in rows) if rows else -1
     if len(grid) != 1 or not grid[0].endswith(f"their max_ulp={grid_max} (grid points only)"):
