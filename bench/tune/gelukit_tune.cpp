@@ -516,6 +516,8 @@ void time_interleaved(Result &r, Result *rival, Workload &w, const Options &opt,
 // `rival` when given).
 Result evaluate(Workload &w, const Candidate &c, const Options &opt, Result *rival) {
     Result r{c};
+    // The phase a failure happened in goes into the message (Halide's own can be empty).
+    const char *phase = "building the pipeline";
     try {
         const auto t0 = Clock::now();
         Halide::AutoschedulerParams asp;
@@ -532,9 +534,11 @@ Result evaluate(Workload &w, const Candidate &c, const Options &opt, Result *riv
         }
         comp->pipeline = comp->gen->build_pipeline();
         if (!c.autoscheduler.empty()) {
+            phase = "autoscheduling";
             comp->pipeline.apply_autoscheduler(opt.target, asp);
         }
         w.bind(*comp->gen);
+        phase = "JIT-compiling and running";
         time_call_ms(*comp, w, opt);  // JIT compile + first run
         r.compile_s = seconds_since(t0);
         r.error = w.check();
@@ -543,12 +547,13 @@ Result evaluate(Workload &w, const Candidate &c, const Options &opt, Result *riv
             return r;
         }
         r.compiled = comp;
+        phase = "timing";
         time_interleaved(r, rival, w, opt, opt.repetitions);
         r.ok = true;
     } catch (const Halide::Error &e) {
-        r.error = one_line(e.what());
+        r.error = std::string("while ") + phase + ": " + one_line(e.what());
     } catch (const std::exception &e) {
-        r.error = one_line(e.what());
+        r.error = std::string("while ") + phase + ": " + one_line(e.what());
     }
     return r;
 }
