@@ -561,16 +561,16 @@ private:
     // GPU (CUDA) schedule. Each GEMM is one kernel over output tiles of one weight panel
     // (kPanel = 48 features) x gpu_rows (32) token rows per block, 16 x 8 = 128 threads per block. The
     // block's 48 x 32 accumulators live in shared memory (6 KiB), each thread owning a 3 x 4
-    // register tile of them: for every k it reads 3 weights and 4 activations and does 12 FMAs
+    // tile of them: for every k it reads 3 weights and 4 activations and does 12 FMAs
     // (unrolled; the register-tiling idea of Halide's apps/cuda_mat_mul). The K loop runs in
     // blocks of kGpuKBlock: for each, the block's threads first copy the panel's 48 x 16 weights
     // (3 KiB) and the 16 x 32 activations (2 KiB) from global into shared memory, coalesced (16
     // consecutive threads read 16 consecutive floats along each operand's contiguous dimension),
     // then, after a barrier (Halide inserts it), every thread runs its 3 x 4 tile over the 16 k
     // from shared memory: each global element is read once per block instead of once per thread
-    // that uses it (16 x for the weights, 8 x for the activations). Inside a K block the
-    // accumulators' shared-memory addresses are loop-invariant, so LLVM keeps them in registers
-    // there. The epilogue then reads the tile back with the output's own 3 x 4 thread mapping
+    // that uses it (16 x for the weights, 8 x for the activations). Within a K block a thread
+    // sums its tile in registers (rfactor, below) and adds it to the shared accumulators once
+    // per block. The epilogue then reads the tile back with the output's own 3 x 4 thread mapping
     // after a barrier. 4 warps per block; BERT-base GEMM1 (M 512, d_ff 3072) launches 64 x 16 =
     // 1024 blocks; shared memory per block 11 KiB (32 rows; gated kinds 17 KiB: gpu_shared_bytes), so occupancy is bounded by registers,
     // not by shared memory. Two-GEMM kinds store the d_ff activation in global memory between the

@@ -92,8 +92,7 @@ int main(int argc, char **argv) {
                 yb = test::run_backward(xb, std::vector<uint32_t>(xb.size(), test::to_bits(1.0, cfg.dtype)), cfg.dtype,
                                         cfg.options);
             }
-            FILE *f = profile;
-            std::fprintf(f, "x,ulp\n");
+            std::fprintf(profile, "x,ulp\n");
             long long profile_max = 0;
             for (std::size_t i = 0; i < xb.size(); i++) {
                 const double x = test::bits_to_double(xb[i], cfg.dtype);
@@ -103,9 +102,9 @@ int main(int argc, char **argv) {
                 const long long u =
                     static_cast<long long>(test::ulp_distance(yb[i], test::round_to_bits(ref, cfg.dtype), cfg.dtype));
                 profile_max = std::max(profile_max, u);
-                std::fprintf(f, "%.9g,%lld\n", x, u);
+                std::fprintf(profile, "%.9g,%lld\n", x, u);
             }
-            if (std::fclose(f) != 0) {
+            if (std::fclose(profile) != 0) {
                 std::fprintf(stderr, "error writing %s\n", profile_file.c_str());
                 return 2;
             }

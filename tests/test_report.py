@@ -57,10 +57,10 @@ def main():
         failures.append(f"profile: {len(rows)} points, max ULP above 1")
     # The tool's contract: its last line is "max_ulp=<v> x=0x<bits>", also with --profile, and
     # the profile line states the grid's own maximum (the CSV's), which the plot shows.
-    if not tool_lines or not re.fullmatch(r".*max_ulp=[0-9]+ x=0x[0-9A-F]{8}", tool_lines[-1]):
+    hex_bits = re.fullmatch(r".*max_ulp=[0-9]+ x=0x([0-9A-F]{8})", tool_lines[-1]) if tool_lines else None
+    if not hex_bits:
         failures.append(f"gelukit_accuracy's last line is not max_ulp=<v> x=<hex>: {tool_lines[-1:]}")
     worst = [line for line in tool_lines if line.startswith("worst input")]
-    hex_bits = re.search(r"x=0x([0-9A-F]{8})$", tool_lines[-1]) if tool_lines else None
     if len(worst) != 1 or len(tool_lines) < 2 or tool_lines[-2] != worst[0] or not hex_bits:
         failures.append(f"the line before the last is not the worst input in decimal: {tool_lines[-2:]}")
     else:

@@ -461,9 +461,8 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
         return;
     }
     const std::size_t es = dtype_size(dt);
-    const auto *hb = static_cast<const uint8_t *>(h.data);
+    const auto [hb, he] = byte_range(h.data, M, h.strides[0], h.shape[1], es);
     const auto [ob, oe] = byte_range(out.data, M, out.strides[0], out.shape[1], es);
-    const auto he = byte_range(h.data, M, h.strides[0], h.shape[1], es).second;
     if (hb < oe && ob < he) {
         throw bad("out overlaps h; the block reads all of h's row while writing it (use a separate buffer)");
     }
