@@ -243,8 +243,9 @@ endfunction()
 # schedules for the f32 exact-GELU ffn and linear_gelu (the comparison the benchmark reports),
 # and their unpacked hand schedule.
 set(GELUKIT_FFN_KINDS linear_gelu ffn geglu swiglu)
-# Token rows per parallel task of the hand FFN schedule (generators/ffn_generator.cpp, m_block).
-set(GELUKIT_FFN_M_BLOCK 32 CACHE STRING "Token rows per task of the hand FFN schedule")
+# Token rows per parallel task of the hand FFN schedule (generators/ffn_generator.cpp, m_block;
+# 0 = the generator's per-kernel, per-target default, effective_m_block()).
+set(GELUKIT_FFN_M_BLOCK 0 CACHE STRING "Token rows per task of the hand FFN schedule (0 = generator default)")
 set(GELUKIT_FFN_DTYPES f32 bf16)
 # ffn:f32:erf:adams2019 is not built: Adams2019's schedule of the whole two-GEMM pipeline reads
 # W2 panels [0, 64) where BERT-base has 16 (its tiles of the panel dimension follow the d_ff

@@ -10,9 +10,9 @@
 # <kernel> is the library name without its schedule suffix (gelu_fwd_f32_erf_acc, ffn_f32_erf).
 # Knobs and their ranges (the GeneratorParams of generators/*.cpp):
 #   gelu_forward, gelu_backward: vector_multiple 1-8, parallel_grain 256-16777216, gpu_block 32-1024 (multiple of 32)
-#   ffn:                         m_block 1-4096, avx512_tile_rows 0-9, avx2_tile_rows 0-12,
+#   ffn:                         m_block 0-4096 (0 = default), avx512_tile_rows 0-9, avx2_tile_rows 0-12,
 #                                avx2_tile_vectors 0-6 (0, 1, 2, 3, 6), k_block 0-4096 (multiple
-#                                of 8), epilogue_at 0-1 (not for linear_gelu_*), gpu_rows 8-128
+#                                of 8), epilogue_at -1-1 (-1 = default; 1 not for linear_gelu_*), gpu_rows 8-128
 #                                (multiple of 8)
 # A missing file is normal (nothing tuned yet): a message, and every tuned kernel is built with
 # the hand schedule's default knobs. A corrupt file (not JSON, wrong format/version/arch, an
@@ -22,7 +22,7 @@ include_guard(GLOBAL)
 
 # name:min:max:step (gpu_block: whole warps of 32 threads).
 set(_gelukit_knobs_gelu vector_multiple:1:8:1 parallel_grain:256:16777216:1 gpu_block:32:1024:32)
-set(_gelukit_knobs_ffn m_block:1:4096:1 avx512_tile_rows:0:9:1 avx2_tile_rows:0:12:1 avx2_tile_vectors:0:6:1 k_block:0:4096:8 epilogue_at:0:1:1 gpu_rows:8:128:8
+set(_gelukit_knobs_ffn m_block:0:4096:1 avx512_tile_rows:0:9:1 avx2_tile_rows:0:12:1 avx2_tile_vectors:0:6:1 k_block:0:4096:8 epilogue_at:-1:1:1 gpu_rows:8:128:8
     pack_weights:0:1:1)
 
 # Fails the load: the reason is printed, the parsed kernels are dropped.
@@ -146,7 +146,7 @@ function(gelukit_load_schedule_file path arch)
                     list(GET range 0 lo)
                     list(GET range 1 hi)
                     list(GET range 2 step)
-                    if (err OR NOT value MATCHES "^[0-9]+$" OR value LESS lo OR value GREATER hi)
+                    if (err OR NOT value MATCHES "^-?[0-9]+$" OR value LESS lo OR value GREATER hi)
                         _gelukit_schedule_reject("kernel ${kernel}: ${knob} = ${value} is not an integer in [${lo}, ${hi}]")
                     endif ()
                     math(EXPR rem "${value} % ${step}")
@@ -157,8 +157,8 @@ function(gelukit_load_schedule_file path arch)
                         _gelukit_schedule_reject("kernel ${kernel}: avx2_tile_vectors = ${value} does not divide the 6-vector panel")
                     endif ()
                     # linear_gelu has no second GEMM: its epilogue is always in the output tile
-                    # (the generator refuses any other epilogue_at).
-                    if (knob STREQUAL "epilogue_at" AND kernel MATCHES "^linear_gelu_" AND NOT value EQUAL 0)
+                    # (the generator refuses epilogue_at 1).
+                    if (knob STREQUAL "epilogue_at" AND kernel MATCHES "^linear_gelu_" AND value GREATER 0)
                         _gelukit_schedule_reject("kernel ${kernel}: epilogue_at applies only to kernels with a second GEMM")
                     endif ()
                     list(APPEND params "${knob}=${value}")

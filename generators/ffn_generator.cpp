@@ -10,11 +10,13 @@
 //                                          device code, handed case G46)
 //   sched  = naive | hand                  ignored when an autoscheduler is set (adams2019) and on
 //                                          GPU targets (schedule_gpu)
-//   m_block                                token rows per parallel task (hand schedule)
+//   m_block                                token rows per parallel task (hand schedule), 0 =
+//                                          target default (effective_m_block)
 //   avx512_tile_rows                       rows of the AVX-512 register tile, 0 = default (8)
 //   avx2_tile_rows, avx2_tile_vectors      the AVX2 register tile, 0 = default (4 x 3 vectors)
 //   k_block                                K block of both GEMMs, 0 = target default (AVX2 128)
-//   epilogue_at                            0: d_ff activation per task (fused), 1: at root
+//   epilogue_at                            0: d_ff activation per task (fused), 1: at root,
+//                                          -1 = default (effective_epilogue_at)
 //   gpu_rows                               token rows per GPU thread block (schedule_gpu)
 //   pack_weights                           1: w1/v/w2 are runtime-packed panels; 0: nn.Linear
 //                                          matrices, packed per task in the pipeline (f32 CPU)
@@ -115,10 +117,8 @@ public:
     GeneratorParam<Type> dtype{"dtype", Float(32)};
     GeneratorParam<MathMode> math{"math", MathMode::Accurate, kMathNames};
     GeneratorParam<ScheduleKind> sched{"sched", ScheduleKind::Hand, kScheduleNames};
-    // Token rows per parallel task of the hand schedule. 32 rows keep the d_ff intermediate of
-    // one task in L2 (32 x 3072 x 4 B = 384 KiB of the 2 MiB Sapphire Rapids L2) and give
-    // 16 tasks at M = 512, enough to balance 2-16 cores.
-    GeneratorParam<int> m_block{"m_block", 32, 1, 4096};
+    // Token rows per parallel task of the hand schedule; 0 = the default, effective_m_block().
+    GeneratorParam<int> m_block{"m_block", 0, 0, 4096};
     // Token rows of the AVX-512 register tile (tile_rows): 0 = the reasoned default (8; 4 for
     // the gated kinds). 1-9: 9 rows x 3 accumulators + 3 weights + 1 broadcast = 31 of the 32
     // zmm registers is the most that fits. Other targets ignore it (AVX2 has its own knobs
@@ -147,7 +147,8 @@ public:
     // read by the second GEMM of the same task: the fused order), 1 = root (all M x d_ff
     // written once, then the second GEMM over all of it: oneDNN's unfused order, which
     // streams the weights once per m_block pass instead of once per task of both GEMMs).
-    GeneratorParam<int> epilogue_at{"epilogue_at", 0, 0, 1};
+    // -1 = the default, effective_epilogue_at().
+    GeneratorParam<int> epilogue_at{"epilogue_at", -1, -1, 1};
     // Token rows per thread block of the GPU schedule (schedule_gpu_gemm): each thread owns
     // 4 rows x 3 features, so a block has 16 x gpu_rows/4 threads (32 rows: 128 threads), one
     // 48 x gpu_rows float32 accumulator tile in shared memory per accumulator (two for geglu and
@@ -184,8 +185,8 @@ public:
         // (the same as cmake/GelukitSchedules.cmake's), so that a direct generator run with a
         // bad value fails with the knob's name rather than building a nonsense schedule.
         const std::pair<const GeneratorParam<int> *, std::array<int, 2>> ranges[] = {
-            {&m_block, {1, 4096}},      {&avx512_tile_rows, {0, 9}}, {&avx2_tile_rows, {0, 12}},
-            {&avx2_tile_vectors, {0, 6}}, {&k_block, {0, 4096}},     {&epilogue_at, {0, 1}},
+            {&m_block, {0, 4096}},      {&avx512_tile_rows, {0, 9}}, {&avx2_tile_rows, {0, 12}},
+            {&avx2_tile_vectors, {0, 6}}, {&k_block, {0, 4096}},     {&epilogue_at, {-1, 1}},
             {&gpu_rows, {8, 128}},       {&pack_weights, {0, 1}}};
         for (const auto &[param, range] : ranges) {
             const int value = *param;
@@ -210,7 +211,7 @@ public:
                                         std::to_string(kGpuSharedLimit) + " a CUDA kernel gets without opting in" +
                                         (gated() ? " (gated kinds: gpu_rows <= 96)" : ""));
         }
-        if (epilogue_at != 0 && kind == FfnKind::LinearGelu) {
+        if (epilogue_at > 0 && kind == FfnKind::LinearGelu) {
             throw std::invalid_argument("ffn: epilogue_at applies to the kinds with a second GEMM; linear_gelu's "
                                         "epilogue is always in the output tile");
         }
@@ -504,6 +505,34 @@ private:
         return avx2_tile() ? 128 : 0;
     }
 
+    // The float32 whole-block FFN (kind ffn) on AVX-512: the unfused order (epilogue_at 1) and
+    // tasks of one register tile of rows (m_block = tile rows, 8). Measured on the 2-vCPU Zen 4
+    // VM (gelukit_tune, Halide JIT, BERT-base 512 x 768 x 3072, candidates interleaved with the
+    // incumbent): epilogue_at 0 -> 1 at m_block 32: 26.95 -> 24.88 ms on 2 threads (p = 1e-8),
+    // equal on 1 thread (58.4 / 56.4 ms, p = 1); then m_block 32 -> 8: 52.1 -> 46.8 ms on 1
+    // thread. The tuner had picked both on Zen 4 (m_block 8, epilogue_at 1, k_block 64) and
+    // epilogue_at 1 on Zen 3 (AVX2, m_block 96). So for this kernel the unfused order is the
+    // default on every CPU target and one-tile tasks on AVX-512 (on AVX2 the Zen 3 optimum was
+    // 96 rows, not one 4-row tile; SSE4.1 and NEON were not measured: 32). The gated kinds,
+    // linear_gelu and bf16 keep 32 rows and the fused epilogue (not measured otherwise).
+    bool f32_ffn_block() const {
+        return kind == FfnKind::Ffn && Type(dtype) == Float(32);
+    }
+    // Token rows per task. 32 by default: the d_ff intermediate of one task stays in L2
+    // (32 x 3072 x 4 B = 384 KiB) and M = 512 gives 16 tasks, enough to balance 2-16 cores.
+    int effective_m_block() const {
+        if (m_block > 0) {
+            return m_block;
+        }
+        return f32_ffn_block() && avx512_tile() ? tile_rows(false) : 32;
+    }
+    int effective_epilogue_at() const {
+        if (epilogue_at >= 0) {
+            return epilogue_at;
+        }
+        return f32_ffn_block() ? 1 : 0;
+    }
+
     // rows: the extent of z's m dimension where it is computed (mr: one register tile; with K
     // blocking the whole m block, walked in register tiles of mr rows inside each K block).
     void schedule_gemm(Func z, const RDom &r, int mr, int lanes, int rows) {
@@ -683,7 +712,7 @@ private:
         const int lanes = natural_vector_size(Float(32));
         const int mr1 = tile_rows(gated());  // rows of a GEMM1 tile (W1, and V when gated)
         const int mr2 = tile_rows(false);    // rows of an output tile of the second GEMM
-        const int mb = std::max<int>(mr2, (m_block / mr2) * mr2);
+        const int mb = std::max<int>(mr2, (effective_m_block() / mr2) * mr2);
         Output<Buffer<>> &O = *out;
         Var mo{"mo"}, mi{"mi"}, mio{"mio"}, mii{"mii"}, no{"no"}, ni{"ni"};
 
@@ -747,7 +776,7 @@ private:
         schedule_gemm(z2.compute_at(O, kb ? no : mio), r2, mr2, lanes, kb_rows(mr2));
         schedule_pack(W2, O, no, lanes);
         Var ao{"ao"}, ai{"ai"};
-        if (epilogue_at == 0) {
+        if (effective_epilogue_at() == 0) {
             // Whole block: per task of task_rows token rows, the d_ff intermediate a (mb x d_ff: 384 KiB
             // at d_ff 3072, L2-resident) is computed tile by tile (GEMM1 + epilogue), then read by
             // the second GEMM's tiles; it never makes a round trip through memory.

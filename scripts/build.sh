@@ -7,4 +7,4 @@ cd "$root"
 bash scripts/bootstrap.sh
 export PATH="$root/.venv/bin:$PATH"
 cmake --preset default
-cmake --build --preset default -j "$(nproc)"
+bash scripts/cmake_build.sh default

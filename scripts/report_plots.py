@@ -14,6 +14,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 
 _COLORS = {}
@@ -128,6 +129,7 @@ def ffn_vs_peak(ffn, context, plots_dir):
     float32 FMA peak of that thread count as a line (bf16 peers may pass it: oneDNN uses AMX)."""
     if not ffn:
         return []
+    from gelukit_report import workload_name  # (imported here: gelukit_report imports this module)
     out = []
     for threads in sorted({dict(k[3]).get("threads", "1") for k in ffn}):
         rows = {k: r for k, r in ffn.items() if dict(k[3]).get("threads", "1") == threads and "GFLOPs" in r}
@@ -136,7 +138,8 @@ def ffn_vs_peak(ffn, context, plots_dir):
 
         def workload(k):
             d = dict(k[3])
-            return f"{k[1][1]} M{d.get('M', '?')} {d.get('d_model', '?')}/{d.get('d_ff', '?')}"
+            return (f"{workload_name(d.get('d_model'), d.get('d_ff'), k[1][1])}\n"
+                    f"{k[1][1]} M{d.get('M', '?')} {d.get('d_model', '?')}/{d.get('d_ff', '?')}")
 
         dtypes = sorted({k[1][0] for k in rows})
         variants = sorted({k[2] for k in rows})
@@ -148,21 +151,31 @@ def ffn_vs_peak(ffn, context, plots_dir):
             sub = {k: r for k, r in rows.items() if k[1][0] == dtype}
             workloads = sorted({workload(k) for k in sub})
             width = 0.8 / len(variants)
+            bars = []  # (x, GFLOP/s, variant)
             for i, variant in enumerate(variants):
-                xs, ys = [], []
                 for j, w in enumerate(workloads):
                     value = next((float(r["GFLOPs"]) for k, r in sub.items() if workload(k) == w and k[2] == variant),
                                  None)
-                    if value is not None:
-                        xs.append(j + i * width)
-                        ys.append(value)
-                ax.bar(xs, ys, width, color=colors[variant])
+                    if value is not None and value > 0:
+                        bars.append((j + i * width, value, variant))
+            # The naive schedule runs at ~0.05 GFLOP/s, 3-4 decades below the others: an
+            # invisible bar on a linear axis. Where a panel spans more than 20x, a log axis with
+            # the bars drawn up from a floor below the smallest value; otherwise linear from 0.
+            values = [v for _, v, _ in bars]
+            log_axis = bool(values) and max(values) / min(values) > 20
+            floor = min(values) / 2 if log_axis else 0.0
+            for x, value, variant in bars:
+                ax.bar([x], [value - floor], width, bottom=floor, color=colors[variant])
+            if log_axis:
+                ax.set_yscale("log")
+                ax.set_ylim(bottom=floor)
+                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             if peak:
                 ax.axhline(float(peak), color="black", linestyle="--", linewidth=1)
             ax.set_xticks([j + 0.4 - width / 2 for j in range(len(workloads))])
             ax.set_xticklabels(workloads, fontsize=8)
-            ax.set_xlabel("workload: GELU form, M tokens, d_model/d_ff", fontsize=8)
-            ax.set_ylabel("GFLOP/s")
+            ax.set_xlabel("workload: model, GELU form, M tokens, d_model/d_ff", fontsize=8)
+            ax.set_ylabel("GFLOP/s (log scale)" if log_axis else "GFLOP/s")
             ax.set_title(f"{dtype} feed-forward blocks, {threads} thread(s)")
         handles = [Patch(color=colors[v], label=v) for v in variants]
         if peak:
@@ -203,11 +216,20 @@ def ulp_profiles(profiles, plots_dir, bins=240):
             worst[b] = max(worst[b], y)
         centers = [lo + (b + 0.5) * step for b in range(bins)]
         ax = axes[forms.index(label.split()[0])][0]
-        ax.step(centers, worst, where="mid", linewidth=1.0, label=f"{label} (max {max(ys):.0f})")
+        # The 0-1 ULP curves (acc math) are drawn thicker and on top: they lie along the bottom.
+        accurate = max(ys) <= 1
+        ax.step(centers, worst, where="mid", linewidth=1.8 if accurate else 1.0, zorder=3 if accurate else 2,
+                label=f"{label} (max {max(ys):.0f})")
     for i, form in enumerate(forms):
         ax = axes[i][0]
-        ax.set_yscale("symlog", linthresh=1)
-        ax.set_ylim(bottom=0)
+        # symlog: linear in [0, 1] (the acc kernels' 0 and 1), logarithmic above (the fast forms
+        # reach ~200); the axis starts a little below 0 so that a curve at 0 is not hidden by it.
+        top = max([1.0] + [max(line.get_ydata()) for line in ax.get_lines()])
+        ax.set_yscale("symlog", linthresh=1, linscale=1.5)
+        ax.set_ylim(-0.15, top * 1.5)
+        ticks = [t for t in (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if t <= top * 1.5]
+        ax.set_yticks(ticks)
+        ax.set_yticklabels([str(t) for t in ticks])
         ax.set_ylabel("max ULP error")
         ax.set_title(f"GELU {form} (float32 forward): error against the double-precision reference")
         ax.legend(fontsize=7)

@@ -28,6 +28,6 @@ ctest --preset default -j 1
 
 echo "test.sh: arm-64 cross build (build-aarch64/, tests under qemu-aarch64)"
 cmake --preset aarch64 -Wno-dev
-cmake --build --preset aarch64 -j "$(nproc)"
+bash scripts/cmake_build.sh aarch64
 require_tests aarch64 gelukit_tests.neon_fp16 gelukit_concurrency.qemu gelukit_install.example
 ctest --preset aarch64 -j 1

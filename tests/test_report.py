@@ -36,6 +36,9 @@ def main():
         failures.append("GELU ratio 0.50x of acc_hand vs onednn not found twice")
     if "| ffn_hand | 40.000 | 120.0 | 70.6 | 0.80x |" not in text:
         failures.append("FFN row with 0.80x vs onednn_fused not found")
+    # The 768 -> 3072 exact-GELU shape is named after the model it stands for.
+    if not re.search(r"^\| BERT-base \| f32 \| erf \| 512 \| 768 \| 3072 \| 1 \| ffn_hand \|", text, re.M):
+        failures.append("FFN row not labelled with its workload (BERT-base)")
     links = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", text)
     # throughput N=4096 and N=1572864, ratio N=4096 and N=1572864, FFN, ULP profile
     if len(links) != 6:

@@ -157,26 +157,28 @@ std::vector<Knob> gelu_knobs() {
 
 // second_gemm: the kinds with a second GEMM (ffn, geglu, swiglu) also have epilogue_at.
 std::vector<Knob> ffn_knobs(bool second_gemm = true) {
-    // m_block: token rows per task (L2 residency of the d_ff intermediate vs task count);
+    // m_block: token rows per task (L2 residency of the d_ff intermediate vs task count; 0 = the
+    //   generator's default, effective_m_block(): one register tile for the f32 ffn on AVX-512, else 32);
     // avx512_tile_rows: register tile rows (0 = the default 8);
     // avx2_tile_rows x avx2_tile_vectors: the AVX2 register tile (0 = the default 4 x 3);
     // k_block: K block of both GEMMs (0 = the target's default: 128 on AVX2, none elsewhere;
     //   4096 = one block, no K blocking; 32-384 keep a panel's weight block of 6-72 KiB in
     //   L1/L2 for all row tiles of a task);
-    // epilogue_at: the d_ff activation per task (0, fused) or for all M first (1, unfused);
+    // epilogue_at: the d_ff activation per task (0, fused) or for all M first (1, unfused); -1 =
+    //   the generator's default (1 for the f32 ffn, else 0);
     // pack_weights: panels packed once by the runtime (1) or the nn.Linear matrices read and
     //   packed per task inside the kernel (0: no packed copy, FeedForwardOptions::borrow_weights).
     //   Searched only when asked (--space pack_weights=0,1): it changes what the tuned kernel
     //   needs from its caller (a tuned unpacked kernel serves borrow_weights, and without
     //   borrowing FeedForward keeps a plain copy), and its cost grows at small M, which the
     //   tuning workload's M does not show.
-    std::vector<Knob> k = {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 32, 1, 4096},
+    std::vector<Knob> k = {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 0, 0, 4096},
                            {"pack_weights", {1}, 1, 0, 1},
                            {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0, 0, 9},
                            {"avx2_tile_rows", {0, 1, 2, 3, 6}, 0, 0, 12},
                            {"avx2_tile_vectors", {0, 1, 2, 6}, 0, 0, 6, 1, {4, 5}},
                            {"k_block", {0, 32, 64, 256, 384, 4096}, 0, 0, 4096, 8}};
-    if (second_gemm) k.push_back({"epilogue_at", {0, 1}, 0, 0, 1});
+    if (second_gemm) k.push_back({"epilogue_at", {0, 1}, -1, -1, 1});
     return k;
 }
 

@@ -44,7 +44,7 @@ expect("pos GREATER -1" "no summary row for the GELU kernel: ${out}")
 
 # 2 (FFN): merged into the same file; d_ff = 100 is not a multiple of the 48-wide panels,
 # d_model = 100 not a multiple of the K blocks, M = 37 not a multiple of the m blocks. The
-# whole FFN's space (2 x 2 x 2 x 2 = 16 candidates, the default m_block 32 is a 17th) is
+# whole FFN's space (2 x 2 x 2 x 2 = 16 candidates, the default, m_block 0 and epilogue_at -1 (the generator's defaults), is a 17th) is
 # measured completely, so every combination of K blocking, epilogue level and weight layout
 # (runtime-packed panels or nn.Linear matrices packed in the kernel) is JIT-compiled and
 # checked against the double reference; none may be discarded.
@@ -124,9 +124,9 @@ gelukit_load_schedule_file("${file}" "${ARCH}")
 gelukit_schedule_params(gelu_fwd_f32_erf_acc gelu_knobs)
 gelukit_schedule_params(linear_gelu_f32_erf ffn_knobs)
 expect("gelu_knobs MATCHES \"^parallel_grain=(16384|65536);vector_multiple=(1|2)$\"" "GELU knobs '${gelu_knobs}'")
-# (the defaults, m_block 32 and tile rows 0, stay when no candidate beats them significantly)
+# (the defaults, m_block 0 (the generator's) and tile rows 0, stay when no candidate beats them significantly)
 # (avx512_tile_rows is searched only on an AVX-512 host, the avx2_tile_* knobs only elsewhere)
-expect("ffn_knobs MATCHES \"^(avx2_tile_rows=(0|1);avx2_tile_vectors=(0|2);)?(avx512_tile_rows=(0|4);)?k_block=(0|32);m_block=(8|16|32);pack_weights=0$\"" "FFN knobs '${ffn_knobs}'")
+expect("ffn_knobs MATCHES \"^(avx2_tile_rows=(0|1);avx2_tile_vectors=(0|2);)?(avx512_tile_rows=(0|4);)?k_block=(0|32);m_block=(0|8|16);pack_weights=0$\"" "FFN knobs '${ffn_knobs}'")
 # Each case: the file's "kernels" value (or none: no file) and the message the reader must give.
 set(head "{\"format\": \"gelukit-schedules\", \"version\": 1, \"arch\": \"${ARCH}\", \"kernels\": ")
 set(k "\"gelu_fwd_f32_erf_acc\"")
