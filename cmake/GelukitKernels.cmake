@@ -243,9 +243,8 @@ endfunction()
 # schedules for the f32 exact-GELU ffn and linear_gelu (the comparison the benchmark reports),
 # and their unpacked hand schedule.
 set(GELUKIT_FFN_KINDS linear_gelu ffn geglu swiglu)
-# Token rows per parallel task of the hand FFN schedule (generators/ffn_generator.cpp, m_block;
-# 0 = the generator's per-kernel, per-target default, effective_m_block()).
-set(GELUKIT_FFN_M_BLOCK 0 CACHE STRING "Token rows per task of the hand FFN schedule (0 = generator default)")
+# The hand rows take the generator's knob defaults (generators/ffn_generator.cpp:
+# effective_m_block(), effective_epilogue_at(), per kernel and target).
 set(GELUKIT_FFN_DTYPES f32 bf16)
 # ffn:f32:erf:adams2019 is not built: Adams2019's schedule of the whole two-GEMM pipeline reads
 # W2 panels [0, 64) where BERT-base has 16 (its tiles of the panel dimension follow the d_ff
@@ -323,16 +322,11 @@ function(gelukit_add_ffn_kernels)
             if (NOT kind STREQUAL "linear_gelu")
                 list(APPEND params epilogue_at=1)
             endif ()
-        elseif (schedule STREQUAL "hand")
-            list(APPEND params m_block=${GELUKIT_FFN_M_BLOCK})
         elseif (schedule STREQUAL "tuned")
-            # The hand schedule with the schedule file's knobs (m_block: the file's, else the
-            # hand rows' GELUKIT_FFN_M_BLOCK).
+            # The hand schedule with the schedule file's knobs (the generator's defaults for
+            # the knobs the file does not set, as for the hand rows).
             set(row_schedule hand)
             gelukit_schedule_params(${kind}_${dtype}_${form} knobs)
-            if (NOT knobs MATCHES "(^|;)m_block=")
-                list(APPEND knobs m_block=${GELUKIT_FFN_M_BLOCK})
-            endif ()
             list(APPEND params ${knobs})
             if ("pack_weights=0" IN_LIST knobs)
                 set(packed 0)

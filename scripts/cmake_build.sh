@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # cmake --build --preset <preset> with Halide's "(b)float16 type operation is emulated" warnings
-# folded into one count line. Halide prints that warning once per object of every bf16/fp16
-# kernel built for a target without native bf16/fp16 arithmetic (all x86 targets here: the
-# conversions are integer shifts and rounding, which is what the kernels want; README, "Expected
-# noise"), ~400 lines that would bury real warnings and errors. Everything else is passed through
+# folded into one count line. Halide prints that warning once per generated function of every
+# bf16/fp16 kernel built for a target without native bf16/fp16 arithmetic (all x86 targets here:
+# the conversions are integer shifts and rounding, which is what the kernels want; README,
+# "Expected noise"), several hundred lines (488 in a full build) that would bury real warnings
+# and errors. Everything else is passed through
 # unchanged, and the exit status is cmake's.
 set -euo pipefail
 preset=${1:?usage: cmake_build.sh <preset>}

@@ -168,8 +168,9 @@ def render_ffn(rows):
             same_op = variant.startswith("ffn_") or variant.startswith("onednn")
             ratio = f"{base / ms:.2f}x" if base and ms and same_op else "n/a"
             err = f"{float(r['max_abs_err']):.2e}" if "max_abs_err" in r else ""
-            cells = [workload_name(k.get("d_model"), k.get("d_ff"), pos[1])] + list(pos) + [k.get("M", ""), k.get("d_model", ""), k.get("d_ff", ""), k.get("threads", ""),
-                                 variant, fmt(ms, 3), fmt(r.get("GFLOPs"), 1), fmt(r.get("pct_peak"), 1), ratio, err]
+            cells = ([workload_name(k.get("d_model"), k.get("d_ff"), pos[1])] + list(pos)
+                     + [k.get("M", ""), k.get("d_model", ""), k.get("d_ff", ""), k.get("threads", ""),
+                        variant, fmt(ms, 3), fmt(r.get("GFLOPs"), 1), fmt(r.get("pct_peak"), 1), ratio, err])
             out.append("| " + " | ".join(str(c) for c in cells) + " |")
     out.append("")
     return out

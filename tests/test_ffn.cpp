@@ -273,8 +273,7 @@ void expect_unsupported_or_correct(const FfnKernelInfo &k, const Problem &p) {
 }
 
 // Sizes that are multiples of no tile (kPanel 48, register rows 1/2/4/8, m_block 32, or 8 for the
-// f32 ffn on AVX-512), every M of
-// the issue, with and without biases and residual.
+// f32 ffn on AVX-512), every M of the issue, with and without biases and residual.
 TEST_P(FfnKernel, OddShapesAgainstDoubleReference) {
     const FfnKernelInfo &k = GetParam();
     const bool second = k.kind != FfnKind::LinearGelu;
@@ -300,7 +299,7 @@ TEST_P(FfnKernel, OddShapesAgainstDoubleReference) {
 }
 
 // Model sizes: MiniLM (384 -> 1536) and BERT-base (768 -> 3072), M = 513 (one row past the
-// 16 tasks of 32 rows, or the 64 of 8) for the schedules that are fast enough to run it in a unit test.
+// 16 tasks of 32 rows, or the 64 of 8) for the schedules fast enough to run it in a unit test.
 TEST_P(FfnKernel, ModelShapes) {
     const FfnKernelInfo &k = GetParam();
     std::vector<std::array<int64_t, 3>> shapes = {{7, 384, 1536}};
