@@ -132,6 +132,9 @@ struct Knob {
     int min, max;  // the GeneratorParam's range (cmake/GelukitSchedules.cmake checks the same)
     int step = 1;  // values must be multiples of it (gpu_block: 32, k_block and gpu_rows: 8)
     std::vector<int> excluded = {};  // in range but refused by the generator (avx2_tile_vectors 4, 5)
+    // The default is a sentinel for "the generator's choice" (m_block 0, epilogue_at -1), whose
+    // effective value depends on the target and kernel: no number is "next to" it.
+    bool default_is_generator_choice = false;
 
     // The build's rule for a value (cmake/GelukitSchedules.cmake): an integer in [min, max],
     // a multiple of step, not excluded.
@@ -172,13 +175,13 @@ std::vector<Knob> ffn_knobs(bool second_gemm = true) {
     //   needs from its caller (a tuned unpacked kernel serves borrow_weights, and without
     //   borrowing FeedForward keeps a plain copy), and its cost grows at small M, which the
     //   tuning workload's M does not show.
-    std::vector<Knob> k = {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 0, 0, 4096},
+    std::vector<Knob> k = {{"m_block", {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512}, 0, 0, 4096, 1, {}, true},
                            {"pack_weights", {1}, 1, 0, 1},
                            {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0, 0, 9},
                            {"avx2_tile_rows", {0, 1, 2, 3, 6}, 0, 0, 12},
                            {"avx2_tile_vectors", {0, 1, 2, 6}, 0, 0, 6, 1, {4, 5}},
                            {"k_block", {0, 32, 64, 256, 384, 4096}, 0, 0, 4096, 8}};
-    if (second_gemm) k.push_back({"epilogue_at", {0, 1}, -1, -1, 1});
+    if (second_gemm) k.push_back({"epilogue_at", {0, 1}, -1, -1, 1, 1, {}, true});
     return k;
 }
 
@@ -606,15 +609,21 @@ json tune_kernel(const std::string &name, Workload &w, std::vector<Knob> space, 
         return k;
     };
     // A point of the searched space next to base: knobs whose value lies outside the space (a
-    // default not among the --space values) are first moved onto the space's value nearest to
-    // it, then one knob is moved to a neighbouring value. Every candidate is thus in the space.
+    // default not among the --space values) are first moved into it, then one knob is moved to a
+    // neighbouring value. Every candidate is thus in the space. A numeric value outside the space
+    // (parallel_grain 16384 with --space parallel_grain=2048,4096) goes to the space's nearest
+    // value; a "generator's choice" sentinel (m_block 0, epilogue_at -1) has no numeric
+    // neighbour (m_block 0 is 8 on AVX-512 but 32 on AVX2), so it goes to a random value.
     auto neighbour = [&](const Knobs &base) {
         Knobs k = base;
         for (const Knob &kn : space) {
-            if (std::find(kn.values.begin(), kn.values.end(), k[kn.name]) == kn.values.end()) {
-                k[kn.name] = *std::min_element(kn.values.begin(), kn.values.end(), [&](int a, int b) {
-                    return std::abs(a - base.at(kn.name)) < std::abs(b - base.at(kn.name));
-                });
+            const int v = base.at(kn.name);
+            if (std::find(kn.values.begin(), kn.values.end(), v) != kn.values.end()) continue;
+            if (kn.default_is_generator_choice && v == kn.default_value) {
+                k[kn.name] = kn.values[rng() % kn.values.size()];
+            } else {
+                k[kn.name] = *std::min_element(kn.values.begin(), kn.values.end(),
+                                               [&](int a, int b) { return std::abs(a - v) < std::abs(b - v); });
             }
         }
         const Knob &kn = space[rng() % space.size()];
@@ -627,7 +636,8 @@ json tune_kernel(const std::string &name, Workload &w, std::vector<Knob> space, 
     size_t space_size = 1;
     for (const Knob &kn : space) space_size *= kn.values.size();
     // Points of the searched space measured so far (the defaults count if they lie in it: a
-    // default outside the --space values, e.g. m_block 32 with --space m_block=8,16, does not).
+    // default outside the --space values, e.g. m_block 0 (the generator's choice) with
+    // --space m_block=8,16, does not).
     size_t space_seen = 1;
     for (const Knob &kn : space) {
         if (std::find(kn.values.begin(), kn.values.end(), kn.default_value) == kn.values.end()) space_seen = 0;
@@ -775,8 +785,9 @@ json load_existing(const std::string &path, const std::string &arch) {
         const std::string generator = !gelu ? "ffn" : starts(name, "gelu_fwd_") ? "gelu_forward" : "gelu_backward";
         std::vector<Knob> space = gelu ? gelu_knobs() : ffn_knobs(!starts(name, "linear_gelu_"));
         for (const Knob &g : gpu_only_knobs(gelu)) space.push_back(g);
-        // The build accepts epilogue_at = 0 (its only value) for linear_gelu.
-        if (starts(name, "linear_gelu_")) space.push_back({"epilogue_at", {}, 0, 0, 0});
+        // The build and the generator accept epilogue_at -1 (the default) and 0 for linear_gelu
+        // (cmake/GelukitSchedules.cmake rejects only values above 0 there).
+        if (starts(name, "linear_gelu_")) space.push_back({"epilogue_at", {}, -1, -1, 0});
         std::string why;
         if (!(gelu || ffn) || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
             why = "not a GELU or FFN kernel name";

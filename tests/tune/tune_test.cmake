@@ -10,7 +10,9 @@
 #     version-1 file whose knob values come from the restricted space or are the defaults (the
 #     incumbent to beat);
 #  3. cmake/GelukitSchedules.cmake (the build's reader) returns those knobs; a corrupt file and a
-#     missing file give their messages and no knobs (the defaults);
+#     missing file give their messages and no knobs (the defaults); the FFN knobs' sentinels
+#     (m_block 0, epilogue_at -1, also for linear_gelu) are accepted by the reader and kept by
+#     the tuner when it merges into a file holding them, out-of-range values are rejected;
 #  4. configuring gelukit with -DGELUKIT_SCHEDULE_FILE=<that file> puts the knobs on the tuned
 #     libraries' generator command lines (build.ninja): the next build uses the result.
 cmake_minimum_required(VERSION 3.28)
@@ -144,15 +146,31 @@ set(want_generator "is corrupt: kernel gelu_fwd_f32_erf_acc: generator 'ffn', it
 set(body_gpu_block "{${k}: {\"generator\": \"gelu_forward\", \"params\": {\"gpu_block\": 100}}}")
 set(want_gpu_block "is corrupt: kernel gelu_fwd_f32_erf_acc: gpu_block = 100 is not a multiple of 32")
 set(want_missing "no schedule file at")
+# The FFN knobs' sentinels: epilogue_at -1 (the generator's default) is valid for linear_gelu,
+# whose only other value is 0; below -1, above 0 for linear_gelu, and m_block below 0 are not.
+list(APPEND cases lg_unfused ffn_epilogue ffn_m_block)
+set(kernel_lg_unfused linear_gelu_f32_erf)
+set(body_lg_unfused "{\"linear_gelu_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"epilogue_at\": 1}}}")
+set(want_lg_unfused "is corrupt: kernel linear_gelu_f32_erf: epilogue_at applies only to kernels with a second GEMM")
+set(kernel_ffn_epilogue ffn_f32_erf)
+set(body_ffn_epilogue "{\"ffn_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"epilogue_at\": -2}}}")
+set(want_ffn_epilogue "is corrupt: kernel ffn_f32_erf: epilogue_at = -2 is not an integer in [-1, 1]")
+set(kernel_ffn_m_block ffn_f32_erf)
+set(body_ffn_m_block "{\"ffn_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"m_block\": -1}}}")
+set(want_ffn_m_block "is corrupt: kernel ffn_f32_erf: m_block = -1 is not an integer in [0, 4096]")
 foreach (case IN LISTS cases)
     set(want "${want_${case}}")
+    set(kernel gelu_fwd_f32_erf_acc)
+    if (DEFINED kernel_${case})
+        set(kernel ${kernel_${case}})
+    endif ()
     if (case STREQUAL "missing")
         file(REMOVE "${WORK}/bad.json")
     else ()
         file(WRITE "${WORK}/bad.json" "${head}${body_${case}}}")
     endif ()
     execute_process(
-        COMMAND "${CMAKE_COMMAND}" -DSCHEDULE_FILE=${WORK}/bad.json -DARCH=${ARCH} -DKERNEL=gelu_fwd_f32_erf_acc
+        COMMAND "${CMAKE_COMMAND}" -DSCHEDULE_FILE=${WORK}/bad.json -DARCH=${ARCH} -DKERNEL=${kernel}
                 -P "${SOURCE_DIR}/cmake/GelukitSchedules.cmake"
         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     string(REPLACE "\n" " " msg "${out} ${err}")
@@ -163,6 +181,37 @@ foreach (case IN LISTS cases)
     string(REGEX MATCH "params: [a-z_]+=" knobs_given "${msg}")
     expect("NOT knobs_given" "a ${case} file gave knobs: ${msg}")
 endforeach ()
+
+# 3b: the sentinels are valid where the generator takes them: the reader returns
+# linear_gelu's epilogue_at -1 and the FFN's m_block 0 / epilogue_at -1, and the tuner keeps
+# such stored entries when it merges a new result into the file (it once dropped them).
+set(sentinels "{\"linear_gelu_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"epilogue_at\": -1}}, \"ffn_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"epilogue_at\": -1, \"m_block\": 0}}}")
+file(WRITE "${WORK}/sentinels.json" "${head}${sentinels}}")
+foreach (pair "linear_gelu_f32_erf|epilogue_at=-1" "ffn_f32_erf|epilogue_at=-1;m_block=0")
+    string(REPLACE "|" ";" pair "${pair}")
+    list(GET pair 0 kernel)
+    list(SUBLIST pair 1 -1 want)
+    execute_process(
+        COMMAND "${CMAKE_COMMAND}" -DSCHEDULE_FILE=${WORK}/sentinels.json -DARCH=${ARCH} -DKERNEL=${kernel}
+                -P "${SOURCE_DIR}/cmake/GelukitSchedules.cmake"
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    string(FIND "${out} ${err}" "params: ${want}" pos)
+    expect("rc EQUAL 0 AND pos GREATER -1" "the reader did not return ${kernel}'s ${want}: ${out} ${err}")
+endforeach ()
+execute_process(
+    COMMAND "${TUNE}" --kernel gelu_fwd_f32_erf_acc --trials 1 --budget-s 30 --repetitions 3
+            --space vector_multiple=1 --space parallel_grain=16384 --gelu-n 65536
+            --autoschedulers none --threads 1 --out "${WORK}/sentinels.json"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+expect("rc EQUAL 0" "tuning into the file with sentinel entries failed (${rc}): ${err}")
+string(FIND "${err}" "dropping" pos)
+expect("pos EQUAL -1" "the tuner dropped a stored entry with a sentinel value: ${err}")
+file(READ "${WORK}/sentinels.json" sentinels_text)
+string(JSON lg_epilogue GET "${sentinels_text}" kernels linear_gelu_f32_erf params epilogue_at)
+string(JSON ffn_m_block GET "${sentinels_text}" kernels ffn_f32_erf params m_block)
+string(JSON gelu_entry TYPE "${sentinels_text}" kernels gelu_fwd_f32_erf_acc)
+expect("gelu_entry STREQUAL \"OBJECT\"" "the new GELU result was not merged next to the stored entries")
+expect("lg_epilogue EQUAL -1 AND ffn_m_block EQUAL 0" "stored sentinels changed: epilogue_at ${lg_epilogue}, m_block ${ffn_m_block}")
 
 # 4: a configure of gelukit with this file.
 execute_process(
