@@ -11,8 +11,13 @@
 //    Phi(x) = 1 - Q(|x|) for x >= 0 and Q(|x|) for x < 0: no cancellation anywhere.
 //  * Halide compiles with fast-math (reassociation, no-NaN/no-inf). Special values are therefore
 //    classified on the integer bit pattern, and the place where the order of float32 operations
-//    carries the accuracy (Cody-Waite range reduction) is done in int32 fixed point. strict_float()
-//    is not used: in Halide 21 it turns the whole pipeline strict (no FMA, 3x slower).
+//    carries the accuracy (Cody-Waite range reduction) is done in int32 fixed point.
+//    strict_float(e) is not needed for that. (Checked 2026-12-03, Halide 21, x86-64 AVX2+FMA
+//    assembly: strict_float(e) makes only e's operations strict -- the module gets per-instruction
+//    fast-math flags -- and a degree-6 Horner after a strict sub-expression still compiled to one
+//    vfmadd per step. What it cannot give is an FMA-based error-free product: a*b -
+//    strict_float(a*b) compiled to a constant 0 (LLVM merges the two multiplies, then folds the
+//    difference), so exact products of floats still need a split like the one below.)
 //  * No Halide tanh/exp/erf: tanh lowers to scalar libm on CPU, and Halide's erf cancels in the
 //    left tail. exp is our own, returned as mantissa * 2^-n so that results deep in the
 //    subnormal range are rounded once.
@@ -64,8 +69,7 @@ inline Halide::Expr horner(const Halide::Expr &x, const double *c, int n, const 
 //   and |a_lo| tiny. The Cody-Waite reduction a_hi - n*ln2_hi is done in int32 fixed point:
 //   ln2_hi = 45426 * 2^-16, so a_hi - n*ln2_hi = (A - 2*n*45426) * 2^-17 exactly. Integer
 //   arithmetic is immune to fast-math reassociation, which would otherwise fold ln2_hi + ln2_lo
-//   back into one rounded ln2 (~25 ULP at n = 150); strict_float() is avoided because in Halide
-//   21 it switches the whole pipeline to strict float (no FMA contraction: 3x slower).
+//   back into one rounded ln2 (~25 ULP at n = 150), at the cost of no float op.
 //   Taylor degree 7, truncation 5.3e-9 (0.09 ULP).
 struct SplitExp {
     Halide::Expr mant;  // in [0.70, 1.42]
