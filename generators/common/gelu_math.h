@@ -17,7 +17,8 @@
 //    fast-math flags -- and a degree-6 Horner after a strict sub-expression still compiled to one
 //    vfmadd per step. What it cannot give is an FMA-based error-free product: a*b -
 //    strict_float(a*b) compiled to a constant 0 (LLVM merges the two multiplies, then folds the
-//    difference), so exact products of floats still need a split like the one below.)
+//    difference), so exact products of floats still need a split like the one below;
+//    scripts/inspect_strict_float.py reproduces both.)
 //  * No Halide tanh/exp/erf: tanh lowers to scalar libm on CPU, and Halide's erf cancels in the
 //    left tail. exp is our own, returned as mantissa * 2^-n so that results deep in the
 //    subnormal range are rounded once.
