@@ -613,7 +613,8 @@ json tune_kernel(const std::string &name, Workload &w, std::vector<Knob> space, 
     // neighbouring value. Every candidate is thus in the space. A numeric value outside the space
     // (parallel_grain 16384 with --space parallel_grain=2048,4096) goes to the space's nearest
     // value; a "generator's choice" sentinel (m_block 0, epilogue_at -1) has no numeric
-    // neighbour (m_block 0 is 8 on AVX-512 but 32 on AVX2), so it goes to a random value.
+    // neighbour (m_block 0 is 8 on AVX-512 but 32 on AVX2 for the f32 ffn), so it goes to a
+    // random value.
     auto neighbour = [&](const Knobs &base) {
         Knobs k = base;
         for (const Knob &kn : space) {

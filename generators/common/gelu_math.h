@@ -17,8 +17,8 @@
 //    fast-math flags -- and a degree-6 Horner after a strict sub-expression still compiled to one
 //    vfmadd per step. What it cannot give is an FMA-based error-free product: a*b -
 //    strict_float(a*b) compiled to a constant 0 (LLVM merges the two multiplies, then folds the
-//    difference), so exact products of floats still need a split like the one below;
-//    scripts/inspect_strict_float.py reproduces both.)
+//    difference), so exact products of floats still need a split like the t = t_hi + t_lo
+//    one in gelu_erf; scripts/inspect_strict_float.py reproduces both.)
 //  * No Halide tanh/exp/erf: tanh lowers to scalar libm on CPU, and Halide's erf cancels in the
 //    left tail. exp is our own, returned as mantissa * 2^-n so that results deep in the
 //    subnormal range are rounded once.
@@ -70,7 +70,7 @@ inline Halide::Expr horner(const Halide::Expr &x, const double *c, int n, const 
 //   and |a_lo| tiny. The Cody-Waite reduction a_hi - n*ln2_hi is done in int32 fixed point:
 //   ln2_hi = 45426 * 2^-16, so a_hi - n*ln2_hi = (A - 2*n*45426) * 2^-17 exactly. Integer
 //   arithmetic is immune to fast-math reassociation, which would otherwise fold ln2_hi + ln2_lo
-//   back into one rounded ln2 (~25 ULP at n = 150), at the cost of no float op.
+//   back into one rounded ln2 (~25 ULP at n = 150), without any extra float op.
 //   Taylor degree 7, truncation 5.3e-9 (0.09 ULP).
 struct SplitExp {
     Halide::Expr mant;  // in [0.70, 1.42]

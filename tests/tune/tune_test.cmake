@@ -206,6 +206,7 @@ execute_process(
 expect("rc EQUAL 0" "tuning into the file with sentinel entries failed (${rc}): ${err}")
 string(FIND "${err}" "dropping" pos)
 expect("pos EQUAL -1" "the tuner dropped a stored entry with a sentinel value: ${err}")
+expect("NOT EXISTS \"${WORK}/sentinels.json.corrupt\"" "the tuner took the file with sentinel entries for corrupt: ${err}")
 file(READ "${WORK}/sentinels.json" sentinels_text)
 string(JSON lg_epilogue GET "${sentinels_text}" kernels linear_gelu_f32_erf params epilogue_at)
 string(JSON ffn_m_block GET "${sentinels_text}" kernels ffn_f32_erf params m_block)
