@@ -187,17 +187,12 @@ endforeach ()
 # such stored entries when it merges a new result into the file (it once dropped them).
 set(sentinels "{\"linear_gelu_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"epilogue_at\": -1}}, \"ffn_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"epilogue_at\": -1, \"m_block\": 0}}}")
 file(WRITE "${WORK}/sentinels.json" "${head}${sentinels}}")
-foreach (pair "linear_gelu_f32_erf|epilogue_at=-1" "ffn_f32_erf|epilogue_at=-1;m_block=0")
-    string(REPLACE "|" ";" pair "${pair}")
-    list(GET pair 0 kernel)
-    list(SUBLIST pair 1 -1 want)
-    execute_process(
-        COMMAND "${CMAKE_COMMAND}" -DSCHEDULE_FILE=${WORK}/sentinels.json -DARCH=${ARCH} -DKERNEL=${kernel}
-                -P "${SOURCE_DIR}/cmake/GelukitSchedules.cmake"
-        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-    string(FIND "${out} ${err}" "params: ${want}" pos)
-    expect("rc EQUAL 0 AND pos GREATER -1" "the reader did not return ${kernel}'s ${want}: ${out} ${err}")
-endforeach ()
+gelukit_load_schedule_file("${WORK}/sentinels.json" "${ARCH}")
+gelukit_schedule_params(linear_gelu_f32_erf lg_knobs)
+gelukit_schedule_params(ffn_f32_erf ffn_sentinel_knobs)
+expect("lg_knobs STREQUAL \"epilogue_at=-1\"" "the reader returned linear_gelu knobs '${lg_knobs}', not epilogue_at=-1")
+expect("ffn_sentinel_knobs STREQUAL \"epilogue_at=-1;m_block=0\""
+       "the reader returned FFN knobs '${ffn_sentinel_knobs}', not epilogue_at=-1;m_block=0")
 execute_process(
     COMMAND "${TUNE}" --kernel gelu_fwd_f32_erf_acc --trials 1 --budget-s 30 --repetitions 3
             --space vector_multiple=1 --space parallel_grain=16384 --gelu-n 65536
