@@ -75,16 +75,15 @@ const std::map<std::string, ScheduleKind> kScheduleNames = {{"naive", ScheduleKi
 
 // SiLU(x) = x * sigma(x) (Elfwing et al. 2017; SwiGLU, Shazeer 2020) in float64 with the same
 // exp and reciprocal as the GELU forms: x / (1 + e^-x) for x >= 0, x e^x / (1 + e^x) below.
-// |x| is clamped to 800, beyond which e^-|x| is below float64's range and the clamp changes
-// nothing for finite x; x = +-inf gives the limits +inf and -0 (an -inf pre-activation comes
+// |x| is clamped to 700 (exp_neg_f64's range), beyond which x e^-|x| is far below float32's
+// smallest subnormal and the clamp changes nothing for finite x; x = +-inf gives the limits +inf and -0 (an -inf pre-activation comes
 // from float32 overflow of the GEMM), x = NaN is left to the caller.
 Expr silu_f64(const Expr &x_f32) {
     const Type t = Float(64);
     using gelukit::detail::k;
     Expr x = cast<double>(x_f32);
-    Expr ax = min(abs(x), k(t, 800.0));
-    gelukit::detail::SplitExp e = gelukit::detail::exp_neg_f64(ax);
-    Expr ev = gelukit::detail::ldexp_neg(e.mant, e.n, t);  // e^{-|x|}
+    Expr ax = min(abs(x), k(t, 700.0));
+    Expr ev = gelukit::detail::exp_neg_f64(ax);  // e^{-|x|}
     Expr inv = gelukit::detail::reciprocal(k(t, 1.0) + ev, t);   // 1 / (1 + e^{-|x|})
     const gelukit::StorageClass c = gelukit::classify(x_f32);
     return select(c.is_pos_inf, x, c.is_neg_inf, k(t, -0.0), x >= k(t, 0.0), x * inv, x * ev * inv);
@@ -103,9 +102,9 @@ Expr silu_f32(const Expr &x) {
     Expr ax = abs(xc);
     Expr A = cast<int>(round(ax * k(t, 131072.0)));  // <= 1.45e7 < 2^24: exact in float32
     gelukit::detail::SplitExp e = gelukit::detail::exp_neg_f32(A, ax - cast<float>(A) * k(t, 1.0 / 131072.0));
-    Expr ev = gelukit::detail::ldexp_neg(e.mant, e.n, t);
+    Expr ev = gelukit::detail::ldexp_neg(e.mant, e.n);
     Expr inv = gelukit::detail::reciprocal(k(t, 1.0) + ev, t);
-    Expr y_neg = gelukit::detail::ldexp_neg(xc * e.mant * inv, e.n, t);
+    Expr y_neg = gelukit::detail::ldexp_neg(xc * e.mant * inv, e.n);
     const gelukit::StorageClass c = gelukit::classify(x);
     return select(c.is_pos_inf, x, c.is_neg_inf || x < k(t, -lim), k(t, -0.0), x >= k(t, 0.0), x * inv, y_neg);
 }

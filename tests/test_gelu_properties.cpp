@@ -110,6 +110,36 @@ TEST(KernelProperties, ApproximationsStayWithinTheirKnownDistanceOfExact) {
     EXPECT_NEAR(max_sig, 0.0203, 0.0001);
 }
 
+// For a subnormal x with an odd last bit, x/2 is exactly halfway between two representable
+// values, and GELU(x) = x/2 + c x^2 + ... (c = 1/sqrt(2 pi), 0.4 for tanh, 0.4255 for sigmoid)
+// decides the rounding: up for x > 0 (the smallest subnormal stays itself), towards zero for
+// x < 0 (-0). A kernel (or reference) that rounds x/2 to even gets both wrong.
+TEST(Reference, SubnormalTiesFollowTheSquareTerm) {
+    for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+        const double tiny = bits_to_double(1, dt);                 // smallest subnormal
+        const uint32_t sign = dt == DType::F32 ? 0x80000000u : 0x8000u;
+        for (Form f : {Form::Erf, Form::Tanh, Form::Sigmoid}) {
+            EXPECT_EQ(round_to_bits(gelu_ref(f, tiny), dt), 1u) << form_name(f);
+            EXPECT_EQ(round_to_bits(gelu_ref(f, -tiny), dt), sign) << form_name(f);
+        }
+    }
+}
+
+TEST(KernelProperties, SubnormalTiesFollowTheSquareTerm) {
+    for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+        const uint32_t sign = dt == DType::F32 ? 0x80000000u : 0x8000u;
+        for (Form f : {Form::Erf, Form::Tanh, Form::Sigmoid}) {
+            GeluOptions o;
+            o.form = f;
+            // smallest subnormal and its negation, the next odd one (3 -> x/2 = 1.5 -> 2)
+            std::vector<uint32_t> out = run_forward({1u, sign | 1u, 3u}, dt, o);
+            EXPECT_EQ(out[0], 1u) << form_name(f) << " " << dtype_name(dt);
+            EXPECT_EQ(out[1], sign) << form_name(f) << " " << dtype_name(dt);
+            EXPECT_EQ(out[2], 2u) << form_name(f) << " " << dtype_name(dt);
+        }
+    }
+}
+
 TEST(KernelProperties, ScaledForm) {
     // x Phi(x/s): minimum -0.170 s at x = -0.752 s; s -> 0 approaches ReLU; large s -> x/2.
     for (float s : {0.25f, 2.0f, 8.0f}) {

@@ -7,28 +7,32 @@
 // Why these formulations (see shared/docs/gelu-reference.md and halide-notes.md):
 //  * Phi is never formed as 0.5*(1 + erf(x/sqrt2)): that cancels to 0 for x < -5.5 in float32.
 //    We use the upper Gaussian tail Q(t) = Phi(-t) = phi(t) * M(t), t = |x| >= 0, where M is the
-//    Mills ratio, fitted as M(t) = s*R(s), s = 4/(4+t) (scripts/fit_mills_ratio.py). Then
-//    Phi(x) = 1 - Q(|x|) for x >= 0 and Q(|x|) for x < 0: no cancellation anywhere.
+//    Mills ratio: Q(t) = e^{-t^2/2} * u * P(.), u = 1/(c + t), P a polynomial fitted by
+//    scripts/fit_gelu_coeffs.py (gelu_coeffs.h). Then GELU(x) = x - |x| Q for x >= 0 and
+//    -|x| Q for x < 0: no cancellation anywhere.
 //  * Halide compiles with fast-math (reassociation, no-NaN/no-inf). Special values are therefore
 //    classified on the integer bit pattern, and the place where the order of float32 operations
-//    carries the accuracy (Cody-Waite range reduction) is done in int32 fixed point.
-//    strict_float(e) is not needed for that. (Checked 2026-12-03, Halide 21, x86-64 AVX2+FMA
-//    assembly: strict_float(e) makes only e's operations strict -- the module gets per-instruction
+//    carries the accuracy (Cody-Waite range reduction) goes through integers: int32 fixed point,
+//    an integer product, or an integer AND that LLVM cannot see through (detail::pin).
+//    strict_float(e) is not used. (Checked 2026-12-03, Halide 21, x86-64 AVX2+FMA assembly:
+//    strict_float(e) makes only e's operations strict -- the module gets per-instruction
 //    fast-math flags -- and a degree-6 Horner after a strict sub-expression still compiled to one
-//    vfmadd per step. What it cannot give is an FMA-based error-free product: a*b -
-//    strict_float(a*b) compiled to a constant 0 (LLVM merges the two multiplies, then folds the
-//    difference), so exact products of floats still need a split like the t = t_hi + t_lo
-//    one in gelu_erf; scripts/inspect_strict_float.py reproduces both.)
+//    vfmadd per step; but e is the whole expression tree below it, so wrapping a late product
+//    also made the polynomials it was computed from strict, without FMAs. Nor can it give an
+//    FMA-based error-free product: a*b - strict_float(a*b) compiled to a constant 0 (LLVM merges
+//    the two multiplies, then folds the difference), so exact products of floats still need a
+//    split like the t = t_hi + t_lo one in gelu_erf; scripts/inspect_strict_float.py reproduces
+//    both.)
 //  * No Halide tanh/exp/erf: tanh lowers to scalar libm on CPU, and Halide's erf cancels in the
-//    left tail. exp is our own, returned as mantissa * 2^-n so that results deep in the
-//    subnormal range are rounded once.
+//    left tail. exp is our own, with 2^-n applied on the exponent field (float64) or so that
+//    float32 results deep in the subnormal range are rounded once.
 #pragma once
 
 #include <cmath>
 #include <vector>
 
 #include "Halide.h"
-#include "mills_ratio_coeffs.h"
+#include "gelu_coeffs.h"
 
 namespace gelukit {
 
@@ -64,9 +68,9 @@ inline Halide::Expr horner(const Halide::Expr &x, const double *c, int n, const 
     return r;
 }
 
-// e^{-a} = mant * 2^{-n}, n = round(a / ln 2), mant = e^{-r}, r = a - n ln2 in [-0.35, 0.35].
-// float64: a = a_hi (a_lo unused), Taylor degree 10, truncation 0.3466^11/11! = 2.2e-13 relative.
-// float32: a = A * 2^-17 + a_lo with A an integer (A < 2^25, so a_hi = A*2^-17 <= 256 is exact)
+// e^{-a} = mant * 2^{-n}, n = round(a / ln 2), mant = e^{-r}, r = a - n ln2 in [-0.35, 0.35]
+// (float32 kernels; the float64 ones use exp_neg_f64 below).
+// a = A * 2^-17 + a_lo with A an integer (A < 2^25, so a_hi = A*2^-17 <= 256 is exact)
 //   and |a_lo| tiny. The Cody-Waite reduction a_hi - n*ln2_hi is done in int32 fixed point:
 //   ln2_hi = 45426 * 2^-16, so a_hi - n*ln2_hi = (A - 2*n*45426) * 2^-17 exactly. Integer
 //   arithmetic is immune to fast-math reassociation, which would otherwise fold ln2_hi + ln2_lo
@@ -78,18 +82,26 @@ struct SplitExp {
 };
 
 inline const double *inv_factorials() {
-    static const double c[] = {1.0,       1.0,        1.0 / 2,      1.0 / 6,       1.0 / 24,      1.0 / 120,
-                               1.0 / 720, 1.0 / 5040, 1.0 / 40320, 1.0 / 362880, 1.0 / 3628800};
+    static const double c[] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040};
     return c;
 }
 
-inline SplitExp exp_neg_f64(const Halide::Expr &a) {
+// e^{-a} in float64 for 0 <= a <= 700 (or +inf/NaN-free inputs clamped by the caller):
+// n = round(a / ln2), rho = a - n ln2 in [-ln2/2, ln2/2] (float64 rounding of n*ln2 is below
+// 2^-44 for n <= 1010), e^{-rho} by the degree-6 polynomial kExpNegRho (relative error 4.9e-9,
+// i.e. 0.08 float32 ULP; its constant term 1 - 2^-40 makes ties of tiny inputs round the right
+// way, see scripts/fit_gelu_coeffs.py), and 2^-n applied by subtracting n from the exponent
+// field (exact: the result stays normal for a <= 700). n goes through int32, not int64: AVX2 has no packed
+// double <-> int64 conversions (LLVM scalarised them: 366 instead of 281 instructions per 16
+// elements in the erf forward loop).
+inline Halide::Expr exp_neg_f64(const Halide::Expr &a) {
     using namespace Halide;
     const Type t = Float(64);
     const double ln2 = 0.693147180559945309417;
-    Expr nf = round(a * k(t, 1.0 / ln2));
-    Expr r = a - nf * k(t, ln2);
-    return {horner(-r, inv_factorials(), 11, t), cast<int>(nf)};
+    Expr n = cast<int>(a * k(t, 1.0 / ln2) + k(t, 0.5));  // round(a / ln2), a >= 0
+    Expr rho = a - cast<double>(n) * k(t, ln2);
+    Expr mant = horner(rho, coeffs::kExpNegRho, 7, t);
+    return reinterpret(t, reinterpret(Int(64), mant) - (cast<int64_t>(n) << 52));
 }
 
 inline SplitExp exp_neg_f32(const Halide::Expr &a_fixed, const Halide::Expr &a_lo) {
@@ -106,16 +118,12 @@ inline SplitExp exp_neg_f32(const Halide::Expr &a_fixed, const Halide::Expr &a_l
     return {horner(-r, inv_factorials(), 8, t), n};
 }
 
-// v * 2^{-n} rounded once, for n in [0, 250] and v a normal value of magnitude >~ 2^-20.
-// float64: 2^{-n} is a normal double, one multiply. float32: 2^{-n} may be subnormal, so scale
-// in two steps of at most 2^-125 each; the first step is exact, the second rounds once. (The
-// scale factors come from integer ops, so fast-math has no constant to fold them into.)
-inline Halide::Expr ldexp_neg(const Halide::Expr &v, const Halide::Expr &n, const Halide::Type &t) {
+// float32 v * 2^{-n} rounded once, for n in [0, 250] and v a normal value of magnitude >~ 2^-20.
+// 2^{-n} may be subnormal, so scale in two steps of at most 2^-125 each; the first step is exact,
+// the second rounds once. (The scale factors come from integer ops, so fast-math has no constant
+// to fold them into.)
+inline Halide::Expr ldexp_neg(const Halide::Expr &v, const Halide::Expr &n) {
     using namespace Halide;
-    if (t.bits() == 64) {
-        Expr bits = cast<int64_t>(1023 - n) << 52;
-        return v * reinterpret(Float(64), bits);
-    }
     Expr n1 = n >> 1;  // n >= 0
     Expr n2 = n - n1;
     Expr s1 = reinterpret(Float(32), (127 - n1) << 23);
@@ -123,16 +131,63 @@ inline Halide::Expr ldexp_neg(const Halide::Expr &v, const Halide::Expr &n, cons
     return (v * s1) * s2;
 }
 
-// 1/d for d in [1, 2^30], to within 2^-46 relative in float64 (one float32 division refined by a
-// Newton step, cheaper than a float64 division: vdivpd is ~4x the cost of vdivps per lane) or
-// correctly rounded division in float32.
+// 1/d for d in [1, 2^30]. float64: to within 2^-44 relative (2^-32 on ARM), from the float32
+// reciprocal estimate (fast_inverse: rcpps, 12 bits, on x86; frecpe, 8 bits, on ARM) refined by
+// one float32 and one float64 Newton step. Both steps are written r + r (1 - d r): the FMA keeps
+// the small residual 1 - d r exact, where r (2 - d r) would round it into 2 - d r. A division
+// costs more: vdivps/vdivpd issue every 5-16 cycles on one port, next to ~6 one-cycle ops here.
+// float32: correctly rounded division (the float32 sigmoid forms; see reciprocal_fast for erf).
 inline Halide::Expr reciprocal(const Halide::Expr &d, const Halide::Type &t) {
     using namespace Halide;
     if (t.bits() == 64) {
-        Expr r0 = cast(t, 1.0f / cast<float>(d));
-        return r0 + r0 * (k(t, 1.0) - d * r0);
+        Expr d32 = cast<float>(d);
+        Expr r = fast_inverse(d32);
+        r = r + r * (1.0f - d32 * r);
+        Expr rd = cast<double>(r);
+        return rd + rd * (k(t, 1.0) - d * rd);
     }
     return k(t, 1.0) / d;
+}
+
+// An integer AND with a mask that is all ones but which LLVM cannot prove to be (built from a
+// data value, e.g. x_bits | 0x7FFFFFFF for a non-negative v): an identity on v that fast-math
+// cannot see through, so v * y + v * z is not refactored into v * (y + z), nor a product with v
+// reassociated. Costs one integer op.
+inline Halide::Expr pin(const Halide::Expr &v, const Halide::Expr &mask) {
+    using namespace Halide;
+    return reinterpret(v.type(), reinterpret(UInt(32), v) & mask);
+}
+
+// 1/d for float32 d in [1, 2^30] to within ~2^-23 relative (below the value's own rounding): the
+// estimate refined by two Newton steps r + r (1 - d r) (8 -> 16 -> 32 bits on ARM, 12 -> 24 bits
+// on x86, where one step leaves a one-sided error of up to 2.25 * 2^-24, biasing results by ~1
+// ULP). In the second step r is pinned (mask: see pin): fast-math otherwise rewrites
+// r + r e as r (1 + e), rounding 1 + e to float32 and the correction with it (measured: the
+// erf forward kernel was correctly rounded for 54% of inputs instead of 95%).
+inline Halide::Expr reciprocal_fast(const Halide::Expr &d, const Halide::Expr &mask) {
+    using namespace Halide;
+    Expr r = fast_inverse(d);
+    r = r + r * (1.0f - d * r);
+    return r + pin(r, mask) * (1.0f - d * r);
+}
+
+// |v| by clearing the sign bit (one AND; LLVM lowered abs of a widened float64 value to a
+// compare, a negation and a blend).
+inline Halide::Expr abs_bits(const Halide::Expr &v) {
+    using namespace Halide;
+    const int bits = v.type().bits();
+    const Type ut = UInt(bits);
+    return reinterpret(v.type(), reinterpret(ut, v) & Internal::make_const(ut, (uint64_t(1) << (bits - 1)) - 1));
+}
+
+// Sets x's sign bit on y (y >= 0 or y <= 0 already of x's sign, except exact zeros): gives
+// -0 for x = -0 and for negative results that underflow to +0, without a compare and select
+// (and without -0.0 constants, which fast-math's no-signed-zeros flag may turn into +0).
+inline Halide::Expr or_sign_of(const Halide::Expr &y, const Halide::Expr &x) {
+    using namespace Halide;
+    const Type ut = UInt(y.type().bits());
+    Expr sign = Internal::make_const(ut, uint64_t(1) << (y.type().bits() - 1));
+    return reinterpret(y.type(), reinterpret(ut, y) | (reinterpret(ut, x) & sign));
 }
 
 }  // namespace detail
@@ -146,79 +201,123 @@ inline Halide::Expr tail_gradient(const Halide::Type &t) {
     return detail::k(t, t.bits() == 64 ? -1e-300 : -0.0);
 }
 
-// Exact (erf) GELU of storage value x (already widened to the compute type t), with scale
-// inv_s = 1/s (s = 1 for standard GELU): y = x * Phi(z), z = x * inv_s.
-// Gradient: d/dx = Phi(z) + z phi(z).
-//  Accurate (t = f64): M error 2.2e-10, exp 2e-13 -> results rounded once to float32.
-//  Fast (t = f32): ~3-4 float32 ULP (exp, Mills polynomial and s each contribute ~1 ULP).
-// Valid for every finite x; for |z| > 15 the forward tail term is exactly 0 (it underflows
-// float32), for the float64 gradient beyond |z| > 20 (see tlim).
-inline Halide::Expr gelu_erf(const Halide::Expr &x, const Halide::Expr &inv_s, bool gradient,
-                             const Halide::Type &t) {
+// Exact (erf) GELU of x (a float32 value: every storage type widens to float32 exactly), with
+// scale inv_s = 1/s in the compute type t (s = 1 for standard GELU): y = x * Phi(z), z = x * inv_s.
+// Gradient: d/dx = Phi(z) + z phi(z). t = |z| is clamped to tlim (see below).
+// The result is in t: Float(64) (accurate) or Float(32) (fast); see gelu_erf_f64/_f32.
+// Valid for every x including +-inf (the forward limits come out of the formula: +inf - tiny,
+// -0 - tiny); NaN lanes are left to the caller.
+//
+// Accurate (float64, gelu_erf_f64): t^2 is exact, e^{-t^2/2} by exp_neg_f64 (4.9e-9), u = 1/(3+t)
+//   from reciprocal() (2^-44), Q = e^{-t^2/2} u P(u) with the degree-10 kMillsAcc (1.0e-9):
+//   relative error before the final rounding below 6e-9 (0.1 float32 ULP), so results are
+//   within 1 ULP of the storage type everywhere (README: exhaustive sweeps). Q(0) is
+//   0.5 (1 - 2^-40), below 1/2 like the true Q(t > 0): x/2 ties of subnormal x round as
+//   x/2 + x^2/sqrt(2 pi) does.
+// Fast (float32, gelu_erf_f32): see there; a few float32 ULP.
+namespace detail {
+
+// Where the result stops being representable. The forward tail |x| Q(t) is below half the
+// smallest float32 subnormal beyond t = 15 (for s <= 4096, gelukit/gelu.h). The gradient is
+// multiplied by dy afterwards, and |dy| can reach 3.4e38: t phi(t) * 3.4e38 stays above 0.7e-45
+// up to t ~ 19.5, so the float64 gradient is evaluated up to t = 20 (beyond it even dy = FLT_MAX
+// gives a product below half the smallest subnormal). The float32 path cannot represent phi(t)
+// there at all (it underflows near t = 14): fast kernels keep 15.
+inline double erf_tlim(bool gradient, bool f64) {
+    return (gradient && f64) ? 20.0 : coeffs::kMillsTMax;
+}
+
+// Forward: y = max(x, 0) - |x| Q(t) (= x Phi(z) on both sides: x - x Q for x > 0, -|x| Q for
+// x < 0). For |z| > 15 the factor |x| is replaced by min(|x|, big) with big * Q(15) below half
+// the smallest subnormal (Q(15) = 3.67e-51; big = 65536 covers s <= 4096, 128 covers s <= 8):
+// the tail term then rounds to 0 and y to x or -0, also for x = +-inf.
+inline Halide::Expr gelu_erf_f64(const Halide::Expr &x32, const Halide::Expr &inv_s, bool gradient) {
     using namespace Halide;
-    using detail::k;
+    const Type t = Float(64);
     const double tmax = coeffs::kMillsTMax;
     const double inv_sqrt_2pi = 0.398942280401432677940;
-
-    bool f64 = t.bits() == 64;
-    // Where the result stops being representable. The forward tail |x| Q(t) is below half the
-    // smallest float32 subnormal beyond t = 15 (for s <= 4096, gelukit/gelu.h). The gradient
-    // is multiplied by dy afterwards, and |dy| can reach 3.4e38: t phi(t) * 3.4e38 stays above
-    // 0.7e-45 up to t ~ 19.5, so the float64 gradient is evaluated up to t = 20 (beyond it
-    // even dy = FLT_MAX gives a product below half the smallest subnormal). The float32 path
-    // cannot represent phi(t) there at all (it underflows near t = 14): fast kernels keep 15.
-    const double tlim = (gradient && f64) ? 20.0 : tmax;
+    const double tlim = erf_tlim(gradient, true);
+    Expr x = cast<double>(x32);
     Expr z = x * inv_s;
-    Expr t_abs = min(abs(z), k(t, tlim));  // clamp: also keeps NaN/inf out of the polynomial
-
-    // a = t^2/2. In float64, t (a float32 times a double scale) squared has relative error
-    // 2^-53: |error| <= 112 * 2^-53, negligible. In float32 t^2 must not be rounded (a rounding
-    // of 2^-24 * 112 would cost ~50 ULP in e^{-a}): split t = t_hi + t_lo with t_hi = T/256 on a
-    // 2^-8 grid (T = floor(256 t) <= 3840, an integer op), so a_hi = T^2 * 2^-17 is an exact
-    // integer in fixed point and only the small a_lo = t_lo (t_hi + t_lo/2) is rounded.
-    detail::SplitExp e;
-    if (f64) {
-        e = detail::exp_neg_f64(k(t, 0.5) * t_abs * t_abs);
-    } else {
-        Expr T = cast<int>(floor(t_abs * k(t, 256.0)));
-        Expr t_hi = cast<float>(T) * k(t, 1.0 / 256.0);
-        Expr t_lo = t_abs - t_hi;
-        e = detail::exp_neg_f32(T * T, t_lo * (t_hi + k(t, 0.5) * t_lo));
+    Expr t_abs = min(abs_bits(z), k(t, tlim));            // clamp: also keeps inf out of the polynomials
+    Expr e = exp_neg_f64(k(t, 0.5) * t_abs * t_abs);      // e^{-t^2/2}; t^2 exact (24-bit t squared)
+    Expr u = reciprocal(k(t, coeffs::kMillsAccShift) + t_abs, t);
+    Expr p = u * horner(u, coeffs::kMillsAcc, 11, t);    // M(t) / sqrt(2 pi)
+    if (!gradient) {
+        Expr y = max(x, k(t, 0.0)) - min(abs_bits(x), k(t, 65536.0)) * (e * p);
+        return or_sign_of(y, x);                          // x = -0 -> -0; x < 0 underflow -> -0
     }
-
-    Expr s = k(t, coeffs::kMillsShift) * detail::reciprocal(k(t, coeffs::kMillsShift) + t_abs, t);
-    Expr mills = f64 ? s * detail::horner(s, coeffs::kMillsAccurate, 12, t)
-                     : s * detail::horner(s, coeffs::kMillsFast, 10, t);
     if (tlim > tmax) {
         // Beyond the fit (t in (15, 20], float64 gradient only): the asymptotic series
         // M(t) = (1/t)(1 - 1/t^2 + 3/t^4 - 15/t^6 + 105/t^8 - 945/t^10) (Abramowitz & Stegun
         // 26.2.12); the first omitted term, 10395/t^12, is 8e-11 relative at t = 15, below the
-        // fit's 2.2e-10. In w = phi(t)(M - t) the error of M is divided by t^2 >= 225 again.
-        const double asym[] = {1.0, -1.0, 3.0, -15.0, 105.0, -945.0};
-        Expr u = detail::reciprocal(max(t_abs, k(t, tmax)), t);  // (t >= 15: no 1/0 in unused lanes)
-        Expr mills_tail = u * detail::horner(u * u, asym, 6, t);
-        mills = select(t_abs > k(t, tmax), mills_tail, mills);
-    }
-    Expr beyond = abs(z) > k(t, tlim);  // false for NaN; NaN is handled by the caller
-    Expr positive = z >= k(t, 0.0);
-
-    if (!gradient) {
-        // Q(t) = e^{-t^2/2} M(t) / sqrt(2 pi);  y = x (1 - Q) for z >= 0, x Q for z < 0.
-        // Beyond tmax the negative side is -0 (the true value is a negative number far below the
-        // smallest subnormal) stated explicitly: x * (+0) would be -0 in IEEE arithmetic, but
-        // Halide's simplifier folds x * 0 to +0.
-        Expr q_mant = select(beyond, k(t, 0.0), e.mant * mills * k(t, inv_sqrt_2pi));
-        Expr q = detail::ldexp_neg(q_mant, e.n, t);
-        Expr y_neg = select(beyond, k(t, -0.0), f64 ? x * q : detail::ldexp_neg(x * q_mant, e.n, t));
-        Expr y_pos = x - x * q;
-        // x = -0: keep the sign (x - x*q would give +0).
-        return select(x == k(t, 0.0), x, select(positive, y_pos, y_neg));
+        // fit's 1.0e-9. In w = phi(t)(M - t) the error of M is divided by t^2 >= 225 again.
+        const double asym[] = {inv_sqrt_2pi, -inv_sqrt_2pi, 3 * inv_sqrt_2pi, -15 * inv_sqrt_2pi,
+                               105 * inv_sqrt_2pi, -945 * inv_sqrt_2pi};
+        Expr v = reciprocal(max(t_abs, k(t, tmax)), t);  // (t >= 15: no 1/0 in unused lanes)
+        p = select(t_abs > k(t, tmax), v * horner(v * v, asym, 6, t), p);
     }
     // w = phi(t) (M(t) - t);  GELU'(x) = 1 - w for z >= 0, w for z < 0 (Phi(-t) - t phi(t)).
     // Near the root z* = -0.7518 of GELU' this difference cancels: the error there is absolute.
-    Expr w_mant = select(beyond, k(t, -0.0), e.mant * (mills - t_abs) * k(t, inv_sqrt_2pi));
-    Expr w = select(beyond, tail_gradient(t), detail::ldexp_neg(w_mant, e.n, t));
-    return select(positive, k(t, 1.0) - w, w);
+    Expr beyond = abs(z) > k(t, tlim);  // false for NaN; NaN is handled by the caller
+    Expr w = select(beyond, tail_gradient(t), e * (p - k(t, inv_sqrt_2pi) * t_abs));
+    return select(z >= k(t, 0.0), k(t, 1.0) - w, w);
+}
+
+// Fast (float32): the same formulation with float32 arithmetic, 16 lanes per AVX-512 vector.
+//  * t^2 exactly: t_hi = t with its 12 low mantissa bits cleared (an integer AND), so t_hi^2
+//    (24 bits) is exact; t^2 = t_hi^2 + t_lo (t_hi + t).
+//  * e^{-t^2/2} = 2^-n e^{-rho2/2}, rho2 = t^2 - 2n ln2 (|rho2| <= ln2), with 2 ln2 split as
+//    C_hi + C_lo, C_hi = 90852 * 2^-16 (17 bits): n C_hi (n <= 163) and t_hi^2 - n C_hi are
+//    exact. n is pinned in n C_hi: otherwise fast-math's reassociation merges n C_hi and n C_lo
+//    into one rounded n * 2 ln2 (an error of up to 1e-5 in rho2 at n = 163).
+//  * Q = e^{-rho2/2} u P(w), u = 1/(4+t) (reciprocal_fast), w = t u - mid (kMillsFast, 9.1e-9).
+//  * The forward tail term |x| Q = (|x| u P e^{-rho2/2}) * 2^-n: the product in brackets is
+//    normal whatever order fast-math multiplies it in; it is then pinned (an integer AND with a
+//    mask LLVM cannot prove to be all ones), so the multiply by 2^-n cannot be reassociated
+//    into it and rounds once, also into the subnormals. (Without it, LLVM moved 2^-64 next to
+//    a tiny |x|. strict_float() of the product would pin the order too, but it makes every
+//    operation of its operand strict, and that operand is a tree holding both polynomials: no
+//    vfmadd was left in the AVX-512 loop.)
+// Error: ~4 float32 ULP (README: measured over all inputs). Backward: as for float64, with the
+// 2^-n applied by ldexp_neg.
+inline Halide::Expr gelu_erf_f32(const Halide::Expr &x, const Halide::Expr &inv_s, bool gradient) {
+    using namespace Halide;
+    const Type t = Float(32);
+    const double ln2 = 0.693147180559945309417;
+    const int c_hi_q16 = 90852;                                  // 2 ln2 * 2^16, rounded
+    const double c_lo = 2 * ln2 - c_hi_q16 / 65536.0;
+    const double inv_sqrt_2pi = 0.398942280401432677940;
+    const double tlim = erf_tlim(gradient, false);
+    Expr z = x * inv_s;
+    Expr t_abs = min(abs(z), k(t, tlim));
+    Expr t_hi = reinterpret(t, reinterpret(UInt(32), t_abs) & u32(0xFFFFF000u));
+    Expr t_lo = t_abs - t_hi;
+    Expr a_hi = t_hi * t_hi;                                     // exact
+    Expr n = cast<int>(a_hi * k(t, 0.5 / ln2) + k(t, 0.5));      // round(t^2 / (2 ln2)) <= 163
+    Expr nf = cast<float>(n);
+    Expr mask = reinterpret(UInt(32), x) | u32(0x7FFFFFFFu);    // all ones (pin)
+    Expr rho2 = (a_hi - pin(nf, mask) * k(t, c_hi_q16 / 65536.0)) + (t_lo * (t_hi + t_abs) - nf * k(t, c_lo));
+    Expr e = horner(rho2, coeffs::kExpNegHalfRho2, 7, t);      // e^{-rho2/2} in [0.70, 1.42]
+    Expr u = reciprocal_fast(k(t, coeffs::kMillsFastShift) + t_abs, mask);
+    Expr p = u * horner(t_abs * u - k(t, coeffs::kMillsFastMid), coeffs::kMillsFast, 10, t);
+    if (!gradient) {
+        Expr pinned = pin(min(abs(x), k(t, 128.0)) * (p * e), mask);
+        // 2^-n = 2^(64-n) * 2^-64: exact, also where it is subnormal (n <= 149; beyond, 0).
+        Expr scale = reinterpret(t, (191 - n) << 23) * k(t, 5.421010862427522e-20);
+        return or_sign_of(max(x, k(t, 0.0)) - pinned * scale, x);
+    }
+    Expr beyond = abs(z) > k(t, tlim);
+    Expr w_mant = select(beyond, k(t, -0.0), e * (p - k(t, inv_sqrt_2pi) * t_abs));
+    Expr w = select(beyond, tail_gradient(t), ldexp_neg(w_mant, n));
+    return select(z >= k(t, 0.0), k(t, 1.0) - w, w);
+}
+
+}  // namespace detail
+
+inline Halide::Expr gelu_erf(const Halide::Expr &x32, const Halide::Expr &inv_s, bool gradient,
+                             const Halide::Type &t) {
+    return t.bits() == 64 ? detail::gelu_erf_f64(x32, inv_s, gradient) : detail::gelu_erf_f32(x32, inv_s, gradient);
 }
 
 // Sigmoid-type GELU forms, y = x * sigma(v(x)):
@@ -259,29 +358,36 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
         v = k(t, 1.702) * xc;
         dv = k(t, 1.702);
     }
-    // e^{-|v|}; in float32 |v| <= 142.5 goes to 2^-17 fixed point (A < 2^25; A is even above 2^24,
-    // so float32 holds it exactly): exact where the
+    // e^{-|v|}: float64 by exp_neg_f64 (|v| <= 218). In float32 |v| <= 142.5 goes to 2^-17
+    // fixed point (A < 2^25; A is even above 2^24, so float32 holds it exactly): exact where the
     // float32 spacing of |v| is >= 2^-17, and the remainder is carried exactly in a_lo otherwise.
-    detail::SplitExp e;
     if (f64) {
-        e = detail::exp_neg_f64(abs(v));
-    } else {
-        Expr A = cast<int>(round(abs(v) * k(t, 131072.0)));
-        e = detail::exp_neg_f32(A, abs(v) - cast<float>(A) * k(t, 1.0 / 131072.0));
+        Expr ev = detail::exp_neg_f64(abs(v));  // e^{-|v|}
+        Expr inv = detail::reciprocal(k(t, 1.0) + ev, t);
+        Expr positive = v >= k(t, 0.0);
+        Expr below = x < k(t, -lim);
+        if (!gradient) {
+            return select(x == k(t, 0.0), x, positive, x * inv, below, k(t, -0.0), (xc * ev) * inv);
+        }
+        Expr g_pos = inv + xc * dv * ev * inv * inv;
+        Expr g_neg = ev * inv * (k(t, 1.0) + xc * dv * inv);
+        return select(positive, g_pos, below, tail_gradient(t), g_neg);
     }
-    Expr ev = detail::ldexp_neg(e.mant, e.n, t);  // e^{-|v|}; may underflow in float32, harmlessly
+    Expr A = cast<int>(round(abs(v) * k(t, 131072.0)));
+    detail::SplitExp e = detail::exp_neg_f32(A, abs(v) - cast<float>(A) * k(t, 1.0 / 131072.0));
+    Expr ev = detail::ldexp_neg(e.mant, e.n);  // e^{-|v|}; may underflow in float32, harmlessly
     Expr inv = detail::reciprocal(k(t, 1.0) + ev, t);
     Expr positive = v >= k(t, 0.0);
     Expr below = x < k(t, -lim);
 
     if (!gradient) {
         Expr y_pos = x * inv;
-        Expr y_neg = f64 ? (xc * ev) * inv : detail::ldexp_neg(xc * e.mant * inv, e.n, t);
+        Expr y_neg = detail::ldexp_neg(xc * e.mant * inv, e.n);
         return select(x == k(t, 0.0), x, positive, y_pos, below, k(t, -0.0), y_neg);
     }
     Expr g_pos = inv + xc * dv * ev * inv * inv;
     Expr core = e.mant * inv * (k(t, 1.0) + xc * dv * inv);
-    Expr g_neg = detail::ldexp_neg(core, e.n, t);
+    Expr g_neg = detail::ldexp_neg(core, e.n);
     // Beyond -lim the gradient is negligible even times FLT_MAX (see lim).
     return select(positive, g_pos, below, tail_gradient(t), g_neg);
 }
@@ -355,9 +461,12 @@ inline Halide::Type compute_type(MathMode mode) {
 inline Halide::Expr gelu_eval(const Halide::Expr &x_storage, GeluForm form, bool gradient,
                               const Halide::Expr &inv_s, const Halide::Type &t, bool bf16_bits = false) {
     using namespace Halide;
-    Expr xt = cast(t, storage_to_f32(x_storage, bf16_bits));  // exact for fp16/bf16
-    Expr v = form == GeluForm::Erf ? gelu_erf(xt, inv_s, gradient, t)
-                                   : gelu_sigma(xt, form, gradient, t);
+    Expr x32 = storage_to_f32(x_storage, bf16_bits);  // exact for fp16/bf16
+    Expr xt = cast(t, x32);
+    if (form == GeluForm::Erf && !gradient) {
+        return gelu_erf(x32, inv_s, false, t);  // +-inf give +inf and -0 by the formula itself
+    }
+    Expr v = form == GeluForm::Erf ? gelu_erf(x32, inv_s, gradient, t) : gelu_sigma(xt, form, gradient, t);
     StorageClass c = classify(x_storage);
     if (!gradient) {
         return select(c.is_pos_inf, xt, c.is_neg_inf, detail::k(t, -0.0), v);

@@ -50,6 +50,11 @@ RefValue gelu_ref(Form form, double x, double s) {
         // 0.5 x (1 + tanh(u)) = x sigma(2u); for u >= 0 the tanh form itself is stable.
         long double xl = x;
         long double u = kSqrt2OverPi * (xl + 0.044715L * xl * xl * xl);
+        if (std::fabs(u) < 1.0L) {
+            // Exact half plus the correction, as for erf: for a subnormal x, x/2 can be a tie
+            // of the storage type that only the correction x/2 tanh(u) ~ 0.4 x^2 breaks.
+            return {0.5 * x, static_cast<double>(0.5L * xl * std::tanh(u))};
+        }
         if (u >= 0) {
             return {static_cast<double>(0.5L * xl * (1.0L + std::tanh(u))), 0};
         }
@@ -57,6 +62,11 @@ RefValue gelu_ref(Form form, double x, double s) {
         return {static_cast<double>(xl * e / (1.0L + e)), 0};
     }
     case Form::Sigmoid:
+        if (std::fabs(x) < 1.0) {
+            // x sigma(v) = x/2 + (x/2) tanh(v/2), v = 1.702 x: exact half plus the correction
+            // (ties of subnormal x, see the tanh form).
+            return {0.5 * x, 0.5 * x * std::tanh(0.5 * 1.702 * x)};
+        }
         return {x * sigma(1.702 * x), 0};
     }
     return {std::numeric_limits<double>::quiet_NaN(), 0};

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Fit the polynomial coefficients of gelukit's exact-GELU and exp kernels.
+
+Writes generators/common/gelu_coeffs.h (do not edit that file by hand).
+
+Maths. For t >= 0 the upper Gaussian tail is Q(t) = Phi(-t) = phi(t) M(t), where
+M(t) = Q(t)/phi(t) = sqrt(pi/2) erfcx(t/sqrt(2)) is the Mills ratio: smooth and decreasing,
+M(0) = sqrt(pi/2), M(t) ~ 1/t. With u = 1/(c + t) the kernels evaluate
+    Q(t) = e^{-t^2/2} * u * P(.)      (1/sqrt(2 pi) folded into P)
+and fit P for the smallest max *relative* error over t in [0, T_MAX] by Lawson-reweighted
+Chebyshev least squares (close to minimax). Beyond T_MAX = 15 every forward GELU output
+underflows in float32 (GELU(-15) ~ 5e-50).
+
+ * Accurate set (float64 evaluation, the <= 1 ULP kernels): P is a polynomial in u itself,
+   c = 3, degree 10 (relative error 1.0e-9); float64 rounding is negligible, so the fit error
+   is what counts.
+ * Fast set (float32 evaluation): P is a polynomial in w = t*u - MID, MID the centre of the
+   range of t*u = t/(c+t) in [0, T_MAX/(c+T_MAX)], c = 4, degree 9. The centred variable keeps
+   the float32 Horner well conditioned (no large alternating terms), and t*u -- unlike
+   c*u = c/(c+t) -- keeps its relative precision as t -> 0, where u's rounding would otherwise
+   cost ~3 ULP. MID is rounded to float32 before the fit, so the kernel's w is the fitted one.
+ * e^{-rho} on |rho| <= ln2/2 (float64 kernels, after n = round(a/ln2) and rho = a - n ln2),
+   degree 6, relative error 4.9e-9 (1.9e-9 without the constraint below); and e^{-rho2/2} on
+   |rho2| <= ln2 (float32 kernels, whose reduction works with rho2 = t^2 - 2 n ln2), degree 6,
+   relative error 1.9e-9.
+
+Ties. For a tiny x, GELU(x) = x/2 + x^2/sqrt(2 pi) + ..., and for a subnormal x with an odd
+last bit x/2 is exactly halfway between two representable values: the x^2 term, far below
+float64's resolution, decides the rounding (up for x > 0, towards zero for x < 0; likewise for
+the tanh and sigmoid forms). The float64 kernels get it right by erring on that side: the
+rho polynomial's constant term is 1 - 2^-40 (so e^{-a} and sigma's 1/(1 + e^{-|v|}) lean the
+right way), and the accurate P is fitted with the constraint u P(u) = 1/2 at t = 0,
+so that the kernel's Q(0) is 0.5 (1 - 2^-40) (checked as the kernel evaluates it: u = 1/3
+rounded, Horner in float64). The bias, 9e-13 relative, is far below the fits' errors (~1e-9).
+
+Dev-only dependencies: numpy, scipy (not needed to build gelukit).
+Usage: python3 scripts/fit_gelu_coeffs.py > generators/common/gelu_coeffs.h
+"""
+import numpy as np
+from numpy.polynomial import chebyshev as C, polynomial as P
+from scipy.special import erfcx
+
+T_MAX = 15.0
+K = 1 / np.sqrt(2 * np.pi)
+ACC_SHIFT, ACC_DEG = 3.0, 10
+FAST_SHIFT, FAST_DEG = 4.0, 9
+EXP_DEG = 6
+LN2 = np.log(2.0)
+
+
+def mills(t):
+    return np.sqrt(np.pi / 2) * erfcx(t / np.sqrt(2))
+
+
+def lawson(xs, target, basis_deg, weight=None):
+    """Chebyshev coefficients (in xs in [-1, 1]) minimising max |weight * (cheb - target)|,
+    weight = 1/|target| (relative error) unless given: Lawson-reweighted least squares."""
+    base = 1 / np.abs(target) if weight is None else weight
+    w = base.copy()
+    for _ in range(60):
+        coef, *_ = np.linalg.lstsq(C.chebvander(xs, basis_deg) * w[:, None], target * w, rcond=None)
+        e = np.abs(C.chebval(xs, coef) - target) * base
+        w = w * np.sqrt(e / e.max() + 1e-3)
+    return coef
+
+
+def to_monomial(coef, scale, offset):
+    """Chebyshev coefficients in xs = scale * y + offset -> monomial coefficients in y."""
+    mono = np.zeros(1)
+    power = np.array([1.0])
+    for ci in C.cheb2poly(coef):
+        mono = P.polyadd(mono, ci * power)
+        power = P.polymul(power, [offset, scale])
+    return mono
+
+
+NODES = np.cos(np.pi * (np.arange(4000) + 0.5) / 4000)
+T_CHECK = np.linspace(0, T_MAX, 600001)
+
+
+def fit_accurate():
+    """P(u) with the constraint u P(u) = 1/2 at t = 0 (u = 1/c; Ties above): P(u) =
+    P0 + (u - u0) R(u), R fitted for the smallest relative error of P."""
+    c = ACC_SHIFT
+    u0, u1 = 1 / (c + T_MAX), 1 / c
+    u = u0 + (NODES + 1) / 2 * (u1 - u0)
+    target = K * mills(1 / u - c) / u          # P(u) = Q e^{t^2/2} / u
+    p0 = 0.5 / u1                              # u P(u) = 1/2 at t = 0: Q(0) = (1 - 2^-40) / 2
+    coef = lawson(NODES, (target - p0) / (u - u1), ACC_DEG - 1,
+                  weight=np.abs((u - u1) / target))
+    r = to_monomial(coef, 2 / (u1 - u0), -2 * u0 / (u1 - u0) - 1)
+    mono = P.polyadd([p0], P.polymul([-u1, 1.0], r))
+    uc = 1 / (c + T_CHECK)
+    err = np.max(np.abs(uc * P.polyval(uc, mono) / (K * mills(T_CHECK)) - 1))
+    return mono, err
+
+
+def kernel_q0(acc, exp_c0):
+    """Q(0) as the float64 kernel evaluates it: exp_c0 * (u * P(u)), u = 1/3, Horner."""
+    u = 1.0 / ACC_SHIFT
+    r = acc[-1]
+    for c in acc[-2::-1]:
+        r = r * u + c
+    return exp_c0 * (u * r)
+
+
+def fit_fast():
+    c = FAST_SHIFT
+    vmax = T_MAX / (c + T_MAX)
+    mid = float(np.float32(vmax / 2))
+    half = vmax / 2
+    v = half + half * NODES                    # v = t u in [0, vmax]
+    t = c * v / (1 - v)
+    target = K * mills(t) * (c + t)            # P(w) = Q e^{t^2/2} / u
+    coef = lawson(NODES, target, FAST_DEG)
+    # NODES = (v - half)/half = (w + mid - half)/half
+    mono = to_monomial(coef, 1 / half, (mid - half) / half)
+    uc = 1 / (c + T_CHECK)
+    err = np.max(np.abs(uc * P.polyval(T_CHECK * uc - mid, mono) / (K * mills(T_CHECK)) - 1))
+    return mono, mid, err
+
+
+TIE_BIAS = 2.0 ** -40
+
+
+def fit_exp(scale):
+    """e^{-y/scale} on |y| <= scale * ln2/2 (scale 1: rho; scale 2: rho2). For scale 1 (the
+    float64 kernels) the constant term is fixed at 1 - 2^-40 (see Ties above) and the other
+    coefficients fitted to (e^{-y} - c0)/y."""
+    L = scale * LN2 / 2 * 1.0001
+    y = NODES * L
+    if scale == 1:
+        c0 = 1.0 - TIE_BIAS
+        target = (np.exp(-y) - c0) / y
+        coef = lawson(NODES, target, EXP_DEG - 1)
+        mono = np.concatenate([[c0], C.cheb2poly(coef) / L ** np.arange(EXP_DEG)])
+    else:
+        coef = lawson(NODES, np.exp(-y / scale), EXP_DEG)
+        mono = C.cheb2poly(coef) / L ** np.arange(EXP_DEG + 1)
+    yc = np.linspace(-L, L, 200001)
+    err = np.max(np.abs(P.polyval(yc, mono) / np.exp(-yc / scale) - 1))
+    return mono, err
+
+
+def emit(name, mono):
+    print(f"inline constexpr double {name}[{len(mono)}] = {{")
+    for c in mono:
+        print(f"    {c:.17g},")
+    print("};")
+    print()
+
+
+if __name__ == "__main__":
+    e1, e1_err = fit_exp(1)
+    e2, e2_err = fit_exp(2)
+    acc, acc_err = fit_accurate()
+    fast, mid, fast_err = fit_fast()
+    acc_q0 = kernel_q0(acc, e1[0])
+    assert 0.5 - acc_q0 > 0.25 * TIE_BIAS, acc_q0  # Q(0) < 1/2 by most of 2^-41: ties round right
+    print("// Generated by scripts/fit_gelu_coeffs.py -- do not edit.")
+    print("// Upper Gaussian tail Q(t) = Phi(-t) = e^{-t^2/2} * u * P(.), u = 1/(shift + t), t in [0, kMillsTMax]")
+    print("// (P carries the Mills ratio and 1/sqrt(2 pi)); e^{-rho} polynomials for the exp range reduction.")
+    print("// Horner order, constant term first; errors are relative, of the fitted function, evaluated in double.")
+    print("#pragma once")
+    print()
+    print("namespace gelukit::coeffs {")
+    print()
+    print(f"inline constexpr double kMillsTMax = {T_MAX:g};")
+    print()
+    print(f"// Accurate set (float64 kernels): P(u), degree {ACC_DEG}, shift {ACC_SHIFT:g}; max relative error of Q {acc_err:.2e};")
+    print(f"// constrained so that the kernel's Q(0) = {float(acc_q0)!r} = 0.5 (1 - 2^-40) (ties: see the script).")
+    print(f"inline constexpr double kMillsAccShift = {ACC_SHIFT:g};")
+    emit("kMillsAcc", acc)
+    print(f"// Fast set (float32 kernels): P(w), w = t*u - kMillsFastMid, degree {FAST_DEG}, shift {FAST_SHIFT:g};")
+    print(f"// max relative error of Q {fast_err:.2e} (before float32 rounding). kMillsFastMid is a float32 value.")
+    print(f"inline constexpr double kMillsFastShift = {FAST_SHIFT:g};")
+    print(f"inline constexpr double kMillsFastMid = {mid:.17g};")
+    emit("kMillsFast", fast)
+    print(f"// e^{{-rho}} for |rho| <= ln2/2 (float64 kernels), degree {EXP_DEG}: max relative error {e1_err:.2e};")
+    print("// constant term 1 - 2^-40 (ties: see the script).")
+    emit("kExpNegRho", e1)
+    print(f"// e^{{-rho2/2}} for |rho2| <= ln2 (float32 kernels), degree {EXP_DEG}: max relative error {e2_err:.2e}.")
+    emit("kExpNegHalfRho2", e2)
+    print("}  // namespace gelukit::coeffs")
