@@ -83,7 +83,7 @@ Expr silu_f64(const Expr &x_f32) {
     using gelukit::detail::k;
     Expr x = cast<double>(x_f32);
     Expr ax = min(abs(x), k(t, 700.0));
-    Expr ev = gelukit::detail::exp_neg_f64(ax);  // e^{-|x|}
+    Expr ev = gelukit::detail::exp_neg_f64(ax, /*fine=*/true);  // e^{-|x|}
     Expr inv = gelukit::detail::reciprocal(k(t, 1.0) + ev, t);   // 1 / (1 + e^{-|x|})
     const gelukit::StorageClass c = gelukit::classify(x_f32);
     return select(c.is_pos_inf, x, c.is_neg_inf, k(t, -0.0), x >= k(t, 0.0), x * inv, x * ev * inv);

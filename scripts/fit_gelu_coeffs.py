@@ -19,10 +19,11 @@ underflows in float32 (GELU(-15) ~ 5e-50).
    the float32 Horner well conditioned (no large alternating terms), and t*u -- unlike
    c*u = c/(c+t) -- keeps its relative precision as t -> 0, where u's rounding would otherwise
    cost ~3 ULP. MID is rounded to float32 before the fit, so the kernel's w is the fitted one.
- * e^{-rho} on |rho| <= ln2/2 (float64 kernels, after n = round(a/ln2) and rho = a - n ln2),
-   degree 6, relative error 4.9e-9 (1.9e-9 without the constraint below); and e^{-rho2/2} on
-   |rho2| <= ln2 (float32 kernels, whose reduction works with rho2 = t^2 - 2 n ln2), degree 6,
-   relative error 1.9e-9.
+ * e^{-rho} on |rho| <= ln2/2 (float64 kernels, after n = round(a/ln2) and rho = a - n ln2):
+   degree 6 for erf (relative error 2.0e-9; the Mills fit's 1.0e-9 is of the same order) and
+   degree 8 for the tanh, sigmoid and SiLU forms, whose only approximation it is (2.1e-12);
+   and e^{-rho2/2} for the float32 erf kernel, whose reduction works with rho2 = t^2 - 2 n ln2
+   in [-ln2, ln2 + 0.12] (n rounded from t_hi^2, see fit_exp_f32), degree 6.
 
 Ties. For a tiny x, GELU(x) = x/2 + x^2/sqrt(2 pi) + ..., and for a subnormal x with an odd
 last bit x/2 is exactly halfway between two representable values: the x^2 term, far below
@@ -44,8 +45,10 @@ T_MAX = 15.0
 K = 1 / np.sqrt(2 * np.pi)
 ACC_SHIFT, ACC_DEG = 3.0, 10
 FAST_SHIFT, FAST_DEG = 4.0, 9
-EXP_DEG = 6
+EXP_DEG = 6        # erf (float64): the Mills fit (1.0e-9) dominates anyway
+EXP_DEG_FINE = 8   # tanh/sigmoid/SiLU (float64): the exp is their only approximation
 LN2 = np.log(2.0)
+RHO2_MAX = LN2 + 0.12
 
 
 def mills(t):
@@ -123,23 +126,27 @@ def fit_fast():
 TIE_BIAS = 2.0 ** -40
 
 
-def fit_exp(scale):
-    """e^{-y/scale} on |y| <= scale * ln2/2 (scale 1: rho; scale 2: rho2). For scale 1 (the
-    float64 kernels) the constant term is fixed at 1 - 2^-40 (see Ties above) and the other
-    coefficients fitted to (e^{-y} - c0)/y."""
-    L = scale * LN2 / 2 * 1.0001
+def fit_exp_f64(deg):
+    """e^{-rho} on |rho| <= ln2/2 (float64 kernels), degree deg, constant term 1 - 2^-40 (Ties
+    above): e^{-y} = 1 + y q(y) with q fitted for the relative error of e^{-y}, then the constant
+    lowered by 2^-40 (a relative change of 9e-13 everywhere)."""
+    L = LN2 / 2 * 1.0001
     y = NODES * L
-    if scale == 1:
-        c0 = 1.0 - TIE_BIAS
-        target = (np.exp(-y) - c0) / y
-        coef = lawson(NODES, target, EXP_DEG - 1)
-        mono = np.concatenate([[c0], C.cheb2poly(coef) / L ** np.arange(EXP_DEG)])
-    else:
-        coef = lawson(NODES, np.exp(-y / scale), EXP_DEG)
-        mono = C.cheb2poly(coef) / L ** np.arange(EXP_DEG + 1)
+    coef = lawson(NODES, np.expm1(-y) / y, deg - 1, weight=np.abs(y) * np.exp(y))
+    mono = np.concatenate([[1.0 - TIE_BIAS], C.cheb2poly(coef) / L ** np.arange(deg)])
     yc = np.linspace(-L, L, 200001)
-    err = np.max(np.abs(P.polyval(yc, mono) / np.exp(-yc / scale) - 1))
-    return mono, err
+    return mono, np.max(np.abs(P.polyval(yc, mono) / np.exp(-yc) - 1))
+
+
+def fit_exp_f32(deg):
+    """e^{-rho2/2} on [-ln2, RHO2_MAX] (float32 erf kernel: n is rounded from t_hi^2, so rho2 =
+    t^2 - 2 n ln2 exceeds ln2 by up to 2 t t_lo < 2 * 15 * 2^-8 = 0.117)."""
+    lo, hi = -LN2 * 1.0001, RHO2_MAX
+    y = lo + (NODES + 1) / 2 * (hi - lo)
+    coef = lawson(NODES, np.exp(-y / 2), deg)
+    mono = to_monomial(coef, 2 / (hi - lo), -2 * lo / (hi - lo) - 1)
+    yc = np.linspace(lo, hi, 200001)
+    return mono, np.max(np.abs(P.polyval(yc, mono) / np.exp(-yc / 2) - 1))
 
 
 def emit(name, mono):
@@ -151,8 +158,9 @@ def emit(name, mono):
 
 
 if __name__ == "__main__":
-    e1, e1_err = fit_exp(1)
-    e2, e2_err = fit_exp(2)
+    e1, e1_err = fit_exp_f64(EXP_DEG)
+    e1f, e1f_err = fit_exp_f64(EXP_DEG_FINE)
+    e2, e2_err = fit_exp_f32(EXP_DEG)
     acc, acc_err = fit_accurate()
     fast, mid, fast_err = fit_fast()
     acc_q0 = kernel_q0(acc, e1[0])
@@ -176,9 +184,10 @@ if __name__ == "__main__":
     print(f"inline constexpr double kMillsFastShift = {FAST_SHIFT:g};")
     print(f"inline constexpr double kMillsFastMid = {mid:.17g};")
     emit("kMillsFast", fast)
-    print(f"// e^{{-rho}} for |rho| <= ln2/2 (float64 kernels), degree {EXP_DEG}: max relative error {e1_err:.2e};")
-    print("// constant term 1 - 2^-40 (ties: see the script).")
+    print(f"// e^{{-rho}} for |rho| <= ln2/2 (float64 kernels), constant term 1 - 2^-40 (ties: see the script):")
+    print(f"// degree {EXP_DEG} (erf) max relative error {e1_err:.2e}; degree {EXP_DEG_FINE} (tanh, sigmoid, SiLU) {e1f_err:.2e}.")
     emit("kExpNegRho", e1)
-    print(f"// e^{{-rho2/2}} for |rho2| <= ln2 (float32 kernels), degree {EXP_DEG}: max relative error {e2_err:.2e}.")
+    emit("kExpNegRhoFine", e1f)
+    print(f"// e^{{-rho2/2}} for rho2 in [-ln2, ln2 + 0.12] (float32 erf kernel), degree {EXP_DEG}: max relative error {e2_err:.2e}.")
     emit("kExpNegHalfRho2", e2)
     print("}  // namespace gelukit::coeffs")

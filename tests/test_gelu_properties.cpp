@@ -111,7 +111,7 @@ TEST(KernelProperties, ApproximationsStayWithinTheirKnownDistanceOfExact) {
 }
 
 // For a subnormal x with an odd last bit, x/2 is exactly halfway between two representable
-// values, and GELU(x) = x/2 + c x^2 + ... (c = 1/sqrt(2 pi), 0.4 for tanh, 0.4255 for sigmoid)
+// values, and GELU(x) = x/2 + c x^2 + ... (c = 1/sqrt(2 pi), 0.40 for tanh, 0.43 for sigmoid)
 // decides the rounding: up for x > 0 (the smallest subnormal stays itself), towards zero for
 // x < 0 (-0). A kernel (or reference) that rounds x/2 to even gets both wrong.
 TEST(Reference, SubnormalTiesFollowTheSquareTerm) {
@@ -136,6 +136,13 @@ TEST(KernelProperties, SubnormalTiesFollowTheSquareTerm) {
             EXPECT_EQ(out[0], 1u) << form_name(f) << " " << dtype_name(dt);
             EXPECT_EQ(out[1], sign) << form_name(f) << " " << dtype_name(dt);
             EXPECT_EQ(out[2], 2u) << form_name(f) << " " << dtype_name(dt);
+            // GELU'(+-0) is exactly 1/2: dx = dy/2 ties of subnormal dy round to even (1 -> 0,
+            // 3 -> 2, -1 -> -0), whatever bias the forward's tie handling carries.
+            const uint32_t zero = 0, neg_zero = sign;
+            std::vector<uint32_t> dx = run_backward({zero, neg_zero, zero}, {1u, 3u, sign | 1u}, dt, o);
+            EXPECT_EQ(dx[0], 0u) << form_name(f) << " " << dtype_name(dt);
+            EXPECT_EQ(dx[1], 2u) << form_name(f) << " " << dtype_name(dt);
+            EXPECT_EQ(dx[2], sign) << form_name(f) << " " << dtype_name(dt);
         }
     }
 }

@@ -88,19 +88,22 @@ inline const double *inv_factorials() {
 
 // e^{-a} in float64 for 0 <= a <= 700 (or +inf/NaN-free inputs clamped by the caller):
 // n = round(a / ln2), rho = a - n ln2 in [-ln2/2, ln2/2] (float64 rounding of n*ln2 is below
-// 2^-44 for n <= 1010), e^{-rho} by the degree-6 polynomial kExpNegRho (relative error 4.9e-9,
-// i.e. 0.08 float32 ULP; its constant term 1 - 2^-40 makes ties of tiny inputs round the right
-// way, see scripts/fit_gelu_coeffs.py), and 2^-n applied by subtracting n from the exponent
-// field (exact: the result stays normal for a <= 700). n goes through int32, not int64: AVX2 has no packed
+// 2^-44 for n <= 1010), e^{-rho} by a polynomial, and 2^-n applied by subtracting n from the
+// exponent field (exact: the result stays normal for a <= 700). The polynomial: kExpNegRho,
+// degree 6, relative error 2.0e-9 (0.03 float32 ULP; for erf, whose Mills fit is 1.0e-9), or with
+// fine = true kExpNegRhoFine, degree 8, 2.1e-12 (the tanh/sigmoid forms and SiLU, for which the
+// exp is the only approximation: their results stay almost always correctly rounded). Both have
+// the constant term 1 - 2^-40, which makes ties of tiny inputs round the right way
+// (scripts/fit_gelu_coeffs.py, "Ties"). n goes through int32, not int64: AVX2 has no packed
 // double <-> int64 conversions (LLVM scalarised them: 366 instead of 281 instructions per 16
 // elements in the erf forward loop).
-inline Halide::Expr exp_neg_f64(const Halide::Expr &a) {
+inline Halide::Expr exp_neg_f64(const Halide::Expr &a, bool fine) {
     using namespace Halide;
     const Type t = Float(64);
     const double ln2 = 0.693147180559945309417;
     Expr n = cast<int>(a * k(t, 1.0 / ln2) + k(t, 0.5));  // round(a / ln2), a >= 0
     Expr rho = a - cast<double>(n) * k(t, ln2);
-    Expr mant = horner(rho, coeffs::kExpNegRho, 7, t);
+    Expr mant = fine ? horner(rho, coeffs::kExpNegRhoFine, 9, t) : horner(rho, coeffs::kExpNegRho, 7, t);
     return reinterpret(t, reinterpret(Int(64), mant) - (cast<int64_t>(n) << 52));
 }
 
@@ -131,11 +134,13 @@ inline Halide::Expr ldexp_neg(const Halide::Expr &v, const Halide::Expr &n) {
     return (v * s1) * s2;
 }
 
-// 1/d for d in [1, 2^30]. float64: to within 2^-44 relative (2^-32 on ARM), from the float32
-// reciprocal estimate (fast_inverse: rcpps, 12 bits, on x86; frecpe, 8 bits, on ARM) refined by
-// one float32 and one float64 Newton step. Both steps are written r + r (1 - d r): the FMA keeps
-// the small residual 1 - d r exact, where r (2 - d r) would round it into 2 - d r. A division
-// costs more: vdivps/vdivpd issue every 5-16 cycles on one port, next to ~6 one-cycle ops here.
+// 1/d for d in [1, 2^30]. float64: to within ~2^-43 relative, from the float32 reciprocal
+// estimate (fast_inverse: rcpps, 12 bits, on x86; frecpe + one frecps step, ~16 bits, in Halide
+// 21's AArch64 runtime; correctly rounded rcp on CUDA) refined by one float32 and one float64
+// Newton step. (Halide's simplifier turns r + r (1 - d r) into r (2 - d r), which rounds the
+// float32 step's residual into 2 - d r: its error is up to ~4 * 2^-24, squared by the float64
+// step.) A division costs more: vdivps/vdivpd issue every 5-16 cycles on one port, next to ~6
+// one-cycle ops here.
 // float32: correctly rounded division (the float32 sigmoid forms; see reciprocal_fast for erf).
 inline Halide::Expr reciprocal(const Halide::Expr &d, const Halide::Type &t) {
     using namespace Halide;
@@ -159,11 +164,12 @@ inline Halide::Expr pin(const Halide::Expr &v, const Halide::Expr &mask) {
 }
 
 // 1/d for float32 d in [1, 2^30] to within ~2^-23 relative (below the value's own rounding): the
-// estimate refined by two Newton steps r + r (1 - d r) (8 -> 16 -> 32 bits on ARM, 12 -> 24 bits
-// on x86, where one step leaves a one-sided error of up to 2.25 * 2^-24, biasing results by ~1
-// ULP). In the second step r is pinned (mask: see pin): fast-math otherwise rewrites
-// r + r e as r (1 + e), rounding 1 + e to float32 and the correction with it (measured: the
-// erf forward kernel was correctly rounded for 54% of inputs instead of 95%).
+// estimate (12 bits on x86, ~16 on ARM, correctly rounded on CUDA, where the steps are wasted
+// work) refined by two Newton steps r + r (1 - d r); one step leaves x86 a one-sided error of up
+// to 2.25 * 2^-24, biasing results by ~1 ULP. In the second step r is pinned (mask: see pin):
+// Halide's simplifier and fast-math otherwise rewrite r + r e as r (1 + e) = r (2 - d r),
+// rounding 1 + e to float32 and the correction with it (measured: the erf forward kernel was
+// correctly rounded for 54% of inputs instead of 95%).
 inline Halide::Expr reciprocal_fast(const Halide::Expr &d, const Halide::Expr &mask) {
     using namespace Halide;
     Expr r = fast_inverse(d);
@@ -208,29 +214,38 @@ inline Halide::Expr tail_gradient(const Halide::Type &t) {
 // Valid for every x including +-inf (the forward limits come out of the formula: +inf - tiny,
 // -0 - tiny); NaN lanes are left to the caller.
 //
-// Accurate (float64, gelu_erf_f64): t^2 is exact, e^{-t^2/2} by exp_neg_f64 (4.9e-9), u = 1/(3+t)
-//   from reciprocal() (2^-44), Q = e^{-t^2/2} u P(u) with the degree-10 kMillsAcc (1.0e-9):
-//   relative error before the final rounding below 6e-9 (0.1 float32 ULP), so results are
+// Accurate (float64, gelu_erf_f64): t^2 is exact, e^{-t^2/2} by exp_neg_f64 (2.0e-9), u = 1/(3+t)
+//   from reciprocal() (~2^-43), Q = e^{-t^2/2} u P(u) with the degree-10 kMillsAcc (1.0e-9):
+//   relative error before the final rounding below 3.2e-9 (0.05 float32 ULP), so results are
 //   within 1 ULP of the storage type everywhere (README: exhaustive sweeps). Q(0) is
 //   0.5 (1 - 2^-40), below 1/2 like the true Q(t > 0): x/2 ties of subnormal x round as
 //   x/2 + x^2/sqrt(2 pi) does.
 // Fast (float32, gelu_erf_f32): see there; a few float32 ULP.
 namespace detail {
 
-// Where the result stops being representable. The forward tail |x| Q(t) is below half the
-// smallest float32 subnormal beyond t = 15 (for s <= 4096, gelukit/gelu.h). The gradient is
-// multiplied by dy afterwards, and |dy| can reach 3.4e38: t phi(t) * 3.4e38 stays above 0.7e-45
-// up to t ~ 19.5, so the float64 gradient is evaluated up to t = 20 (beyond it even dy = FLT_MAX
-// gives a product below half the smallest subnormal). The float32 path cannot represent phi(t)
-// there at all (it underflows near t = 14): fast kernels keep 15.
+// Where t is clamped. Forward, float64: t = 37, where e^{-t^2/2} = 2e-298 (exp_neg_f64's range
+// ends at 684.5 < 700): the tail |x| Q(t) of a clamped lane is below 1e-294 even for |x| near
+// FLT_MAX (the factor is min(|x|, 65536), below), so it rounds to 0 in float32 and stays
+// negligible when an FFN epilogue multiplies GELU(z) by a gate before rounding (GeGLU: a float32
+// gate up to 3.4e38 times 1e-294). Between 15 and 37 the Mills polynomial is extrapolated
+// (checked: within 0.3% of the true ratio; the tail there is below half the smallest float32
+// subnormal for s <= 4096, and only matters times a gate). Forward, float32: t = 15, where 2^-n
+// underflows float32 (n = 162): the tail is exactly 0 beyond. Gradient: multiplied by dy
+// afterwards, and |dy| can reach 3.4e38: t phi(t) * 3.4e38 stays above 0.7e-45 up to t ~ 19.5,
+// so the float64 gradient is evaluated up to t = 20 (beyond it even dy = FLT_MAX gives a product
+// below half the smallest subnormal), with the asymptotic series beyond the fit's 15. The
+// float32 path cannot represent phi(t) there at all (it underflows near t = 14): 15.
 inline double erf_tlim(bool gradient, bool f64) {
-    return (gradient && f64) ? 20.0 : coeffs::kMillsTMax;
+    if (!f64) {
+        return coeffs::kMillsTMax;
+    }
+    return gradient ? 20.0 : 37.0;
 }
 
 // Forward: y = max(x, 0) - |x| Q(t) (= x Phi(z) on both sides: x - x Q for x > 0, -|x| Q for
-// x < 0). For |z| > 15 the factor |x| is replaced by min(|x|, big) with big * Q(15) below half
-// the smallest subnormal (Q(15) = 3.67e-51; big = 65536 covers s <= 4096, 128 covers s <= 8):
-// the tail term then rounds to 0 and y to x or -0, also for x = +-inf.
+// x < 0). The factor |x| is min(|x|, 65536) (float32 path: 128), so that x = +-inf gives
+// inf - tiny and -tiny (-0 after rounding) instead of inf * 0; for |z| <= 15, |x| <= 15 s is
+// below it as long as s <= 4096 (float32: s <= 8).
 inline Halide::Expr gelu_erf_f64(const Halide::Expr &x32, const Halide::Expr &inv_s, bool gradient) {
     using namespace Halide;
     const Type t = Float(64);
@@ -240,7 +255,8 @@ inline Halide::Expr gelu_erf_f64(const Halide::Expr &x32, const Halide::Expr &in
     Expr x = cast<double>(x32);
     Expr z = x * inv_s;
     Expr t_abs = min(abs_bits(z), k(t, tlim));            // clamp: also keeps inf out of the polynomials
-    Expr e = exp_neg_f64(k(t, 0.5) * t_abs * t_abs);      // e^{-t^2/2}; t^2 exact (24-bit t squared)
+    // e^{-t^2/2}; t^2 is exact for s = 1 (and powers of 2), else within 2^-53 relative.
+    Expr e = exp_neg_f64(k(t, 0.5) * t_abs * t_abs, /*fine=*/false);
     Expr u = reciprocal(k(t, coeffs::kMillsAccShift) + t_abs, t);
     Expr p = u * horner(u, coeffs::kMillsAcc, 11, t);    // M(t) / sqrt(2 pi)
     if (!gradient) {
@@ -259,28 +275,34 @@ inline Halide::Expr gelu_erf_f64(const Halide::Expr &x32, const Halide::Expr &in
     }
     // w = phi(t) (M(t) - t);  GELU'(x) = 1 - w for z >= 0, w for z < 0 (Phi(-t) - t phi(t)).
     // Near the root z* = -0.7518 of GELU' this difference cancels: the error there is absolute.
+    // At z = +-0 GELU' is exactly 1/2; the tie bias of Q(0) would give 1/2 + 2^-41 and round
+    // dy/2 ties of subnormal dy away from zero, so it is selected.
     Expr beyond = abs(z) > k(t, tlim);  // false for NaN; NaN is handled by the caller
     Expr w = select(beyond, tail_gradient(t), e * (p - k(t, inv_sqrt_2pi) * t_abs));
-    return select(z >= k(t, 0.0), k(t, 1.0) - w, w);
+    return select(t_abs == k(t, 0.0), k(t, 0.5), z > k(t, 0.0), k(t, 1.0) - w, w);
 }
 
 // Fast (float32): the same formulation with float32 arithmetic, 16 lanes per AVX-512 vector.
 //  * t^2 exactly: t_hi = t with its 12 low mantissa bits cleared (an integer AND), so t_hi^2
 //    (24 bits) is exact; t^2 = t_hi^2 + t_lo (t_hi + t).
-//  * e^{-t^2/2} = 2^-n e^{-rho2/2}, rho2 = t^2 - 2n ln2 (|rho2| <= ln2), with 2 ln2 split as
-//    C_hi + C_lo, C_hi = 90852 * 2^-16 (17 bits): n C_hi (n <= 163) and t_hi^2 - n C_hi are
-//    exact. n is pinned in n C_hi: otherwise fast-math's reassociation merges n C_hi and n C_lo
-//    into one rounded n * 2 ln2 (an error of up to 1e-5 in rho2 at n = 163).
+//  * e^{-t^2/2} = 2^-n e^{-rho2/2}, n = round(t_hi^2 / (2 ln2)), rho2 = t^2 - 2n ln2 in
+//    [-ln2, ln2 + 2 t t_lo] (<= ln2 + 0.12; kExpNegHalfRho2 is fitted on that range), with 2 ln2
+//    split as C_hi + C_lo, C_hi = 90852 * 2^-16 (15 significant bits): n C_hi (n <= 163) and
+//    t_hi^2 - n C_hi are exact. n is pinned in n C_hi: otherwise fast-math's reassociation merges
+//    n C_hi and n C_lo into one rounded n * 2 ln2 (an error of up to 1e-5 in rho2 at n = 163).
 //  * Q = e^{-rho2/2} u P(w), u = 1/(4+t) (reciprocal_fast), w = t u - mid (kMillsFast, 9.1e-9).
-//  * The forward tail term |x| Q = (|x| u P e^{-rho2/2}) * 2^-n: the product in brackets is
-//    normal whatever order fast-math multiplies it in; it is then pinned (an integer AND with a
-//    mask LLVM cannot prove to be all ones), so the multiply by 2^-n cannot be reassociated
-//    into it and rounds once, also into the subnormals. (Without it, LLVM moved 2^-64 next to
-//    a tiny |x|. strict_float() of the product would pin the order too, but it makes every
-//    operation of its operand strict, and that operand is a tree holding both polynomials: no
-//    vfmadd was left in the AVX-512 loop.)
-// Error: ~4 float32 ULP (README: measured over all inputs). Backward: as for float64, with the
-// 2^-n applied by ldexp_neg.
+//  * The forward tail term |x| Q = ((|x| u P e^{-rho2/2}) * 2^(64-n)) * 2^-64: the product in
+//    brackets is normal whatever order fast-math multiplies it in; it is pinned (an integer AND
+//    with a mask LLVM cannot prove to be all ones), times 2^(64-n) (exact, normal for n <= 162),
+//    pinned again, and only then times the constant 2^-64, which rounds once, also into the
+//    subnormals, with no subnormal operand anywhere (a host that sets FTZ/DAZ, as ML frameworks
+//    often do, keeps every normal result). Without the pins LLVM moved 2^-64 next to a tiny |x|,
+//    or formed 2^(64-n) * 2^-64 = 2^-n first (0 for n >= 150, and flushed under DAZ).
+//    strict_float() of the product would pin the order too, but it makes every operation of its
+//    operand strict, and that operand is a tree holding both polynomials: no vfmadd was left in
+//    the AVX-512 loop.
+// Error: a few float32 ULP (README, accuracy table). Backward: as for float64, with the 2^-n
+// applied by ldexp_neg.
 inline Halide::Expr gelu_erf_f32(const Halide::Expr &x, const Halide::Expr &inv_s, bool gradient) {
     using namespace Halide;
     const Type t = Float(32);
@@ -294,7 +316,7 @@ inline Halide::Expr gelu_erf_f32(const Halide::Expr &x, const Halide::Expr &inv_
     Expr t_hi = reinterpret(t, reinterpret(UInt(32), t_abs) & u32(0xFFFFF000u));
     Expr t_lo = t_abs - t_hi;
     Expr a_hi = t_hi * t_hi;                                     // exact
-    Expr n = cast<int>(a_hi * k(t, 0.5 / ln2) + k(t, 0.5));      // round(t^2 / (2 ln2)) <= 163
+    Expr n = cast<int>(a_hi * k(t, 0.5 / ln2) + k(t, 0.5));      // round(t_hi^2 / (2 ln2)) <= 162
     Expr nf = cast<float>(n);
     Expr mask = reinterpret(UInt(32), x) | u32(0x7FFFFFFFu);    // all ones (pin)
     Expr rho2 = (a_hi - pin(nf, mask) * k(t, c_hi_q16 / 65536.0)) + (t_lo * (t_hi + t_abs) - nf * k(t, c_lo));
@@ -302,15 +324,13 @@ inline Halide::Expr gelu_erf_f32(const Halide::Expr &x, const Halide::Expr &inv_
     Expr u = reciprocal_fast(k(t, coeffs::kMillsFastShift) + t_abs, mask);
     Expr p = u * horner(t_abs * u - k(t, coeffs::kMillsFastMid), coeffs::kMillsFast, 10, t);
     if (!gradient) {
-        Expr pinned = pin(min(abs(x), k(t, 128.0)) * (p * e), mask);
-        // 2^-n = 2^(64-n) * 2^-64: exact, also where it is subnormal (n <= 149; beyond, 0).
-        Expr scale = reinterpret(t, (191 - n) << 23) * k(t, 5.421010862427522e-20);
-        return or_sign_of(max(x, k(t, 0.0)) - pinned * scale, x);
+        Expr tail = pin(min(abs(x), k(t, 128.0)) * (p * e), mask) * reinterpret(t, (191 - n) << 23);
+        return or_sign_of(max(x, k(t, 0.0)) - pin(tail, mask) * k(t, 5.421010862427522e-20), x);
     }
     Expr beyond = abs(z) > k(t, tlim);
     Expr w_mant = select(beyond, k(t, -0.0), e * (p - k(t, inv_sqrt_2pi) * t_abs));
     Expr w = select(beyond, tail_gradient(t), ldexp_neg(w_mant, n));
-    return select(z >= k(t, 0.0), k(t, 1.0) - w, w);
+    return select(t_abs == k(t, 0.0), k(t, 0.5), z > k(t, 0.0), k(t, 1.0) - w, w);
 }
 
 }  // namespace detail
@@ -362,7 +382,7 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     // fixed point (A < 2^25; A is even above 2^24, so float32 holds it exactly): exact where the
     // float32 spacing of |v| is >= 2^-17, and the remainder is carried exactly in a_lo otherwise.
     if (f64) {
-        Expr ev = detail::exp_neg_f64(abs(v));  // e^{-|v|}
+        Expr ev = detail::exp_neg_f64(abs(v), /*fine=*/true);  // e^{-|v|}
         Expr inv = detail::reciprocal(k(t, 1.0) + ev, t);
         Expr positive = v >= k(t, 0.0);
         Expr below = x < k(t, -lim);
@@ -371,7 +391,8 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
         }
         Expr g_pos = inv + xc * dv * ev * inv * inv;
         Expr g_neg = ev * inv * (k(t, 1.0) + xc * dv * inv);
-        return select(positive, g_pos, below, tail_gradient(t), g_neg);
+        // x = +-0: exactly 1/2 (the exp's tie bias would give 1/2 + 2^-41; see gelu_erf_f64).
+        return select(x == k(t, 0.0), k(t, 0.5), positive, g_pos, below, tail_gradient(t), g_neg);
     }
     Expr A = cast<int>(round(abs(v) * k(t, 131072.0)));
     detail::SplitExp e = detail::exp_neg_f32(A, abs(v) - cast<float>(A) * k(t, 1.0 / 131072.0));
