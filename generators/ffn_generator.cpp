@@ -511,19 +511,32 @@ private:
     // equal on 1 thread (58.4 / 56.4 ms, p = 1); then m_block 32 -> 8: 52.1 -> 46.8 ms on 1
     // thread. The tuner had picked both on Zen 4 (m_block 8, epilogue_at 1, k_block 64) and
     // epilogue_at 1 on Zen 3 (AVX2, m_block 96). So for this kernel the unfused order is the
-    // default on every CPU target and one-tile tasks on AVX-512 (on AVX2 the Zen 3 optimum was
-    // 96 rows, not one 4-row tile; SSE4.1 and NEON were not measured: 32). The gated kinds,
-    // linear_gelu and bf16 keep 32 rows and the fused epilogue (not measured otherwise).
+    // default on every CPU target and one-tile tasks on the Zen 4 sub-target (on the Intel
+    // AVX-512 sub-targets 256 rows, see effective_m_block; on AVX2 the Zen 3 optimum was 96 rows,
+    // not one 4-row tile; SSE4.1 and NEON were not measured: 32). The gated kinds, linear_gelu
+    // and bf16 keep 32 rows and the fused epilogue (not measured otherwise).
     bool f32_ffn_block() const {
         return kind == FfnKind::Ffn && Type(dtype) == Float(32);
     }
     // Token rows per task. 32 by default: the d_ff intermediate of one task stays in L2
     // (32 x 3072 x 4 B = 384 KiB) and M = 512 gives 16 tasks, enough to balance 2-16 cores.
+    // The float32 whole-block FFN on AVX-512 (see f32_ffn_block): one register tile (8 rows) on
+    // the Zen 4 sub-target, 256 rows on the Intel ones (Sapphire Rapids, Skylake feature sets).
+    // Each task streams its weight panels from L3 once, so small tasks multiply the L3 traffic
+    // by M / m_block: 64 x 9.4 MB per GEMM at BERT-base with 8 rows, which Zen 4's L3 delivered
+    // but Intel's mesh L3 does not. Measured on a 2-vCPU Intel Xeon (Emerald Rapids, AVX-512,
+    // 2026-12-03; gelukit_tune, Halide JIT, 512 x 768 x 3072, interleaved with the incumbent,
+    // epilogue_at 1, no K blocking): 1 thread m_block 8 57.5 ms, 32 41.3, 256 36.4-36.8, 512
+    // 36.5-37.0 (oneDNN 33.0 ms in the AOT bench); 2 threads m_block 8 33.8, 128 27.7, 256 23.7,
+    // 512 23.2. (K blocks of 96-192 and 6- or 7-row tiles were slower there.)
     int effective_m_block() const {
         if (m_block > 0) {
             return m_block;
         }
-        return f32_ffn_block() && avx512_tile() ? tile_rows(false) : 32;
+        if (f32_ffn_block() && avx512_tile()) {
+            return get_target().has_feature(Target::AVX512_Zen4) ? tile_rows(false) : 256;
+        }
+        return 32;
     }
     int effective_epilogue_at() const {
         if (epilogue_at >= 0) {

@@ -161,7 +161,8 @@ std::vector<Knob> gelu_knobs() {
 // second_gemm: the kinds with a second GEMM (ffn, geglu, swiglu) also have epilogue_at.
 std::vector<Knob> ffn_knobs(bool second_gemm = true) {
     // m_block: token rows per task (L2 residency of the d_ff intermediate vs task count; 0 = the
-    //   generator's default, effective_m_block(): one register tile for the f32 ffn on AVX-512, else 32);
+    //   generator's default, effective_m_block(): for the f32 ffn on AVX-512 one register tile (Zen 4) or
+    //   256 rows (Intel sub-targets), else 32);
     // avx512_tile_rows: register tile rows (0 = the default 8);
     // avx2_tile_rows x avx2_tile_vectors: the AVX2 register tile (0 = the default 4 x 3);
     // k_block: K block of both GEMMs (0 = the target's default: 128 on AVX2, none elsewhere;
