@@ -7,7 +7,8 @@
 //                                    fast: float32 internals (a few float32 ULP)
 //   sched  = naive | hand            ignored when an autoscheduler is set (adams2019 builds)
 //   vector_multiple, parallel_grain  knobs of the hand schedule (see schedule_cpu)
-//   gpu_block                        threads per block of the GPU schedule (schedule_gpu)
+//   gpu_block, gpu_elems             threads per block and elements per thread of the GPU
+//                                    schedule (schedule_gpu)
 // Buffer element types come from PARAMS x.type=..., y.type=... (float32, float16, bfloat16).
 //
 // Tensors are 4-D (the runtime maps rank 1-4 onto 4-D with unit extents). Strides are arbitrary
@@ -44,6 +45,11 @@ public:
     GeneratorParam<int> parallel_grain{"parallel_grain", 16384, 256, 1 << 24};
     // Threads per block of the GPU schedule (schedule_gpu; 32-1024, a multiple of the warp).
     GeneratorParam<int> gpu_block{"gpu_block", 256, 32, 1024};
+    // Elements per GPU thread in the dense (one-dimension) specialization of schedule_gpu:
+    // unrolled, gpu_block apart so that each load instruction of a warp stays coalesced; more
+    // independent loads in flight per thread (Little's law: bandwidth = bytes in flight /
+    // latency). 1-16.
+    GeneratorParam<int> gpu_elems{"gpu_elems", 4, 1, 16};
 
 protected:
     Var d0{"d0"}, d1{"d1"}, d2{"d2"}, d3{"d3"};
@@ -89,30 +95,57 @@ protected:
             return;
         }
         if (this->get_target().has_gpu_feature()) {
-            schedule_gpu(out);
+            schedule_gpu(out, bufs);
         } else if (sched == ScheduleKind::Hand) {
             schedule_cpu(out, bufs);
         }
         // naive: Halide's default (serial, scalar, inlined).
     }
 
-    void schedule_gpu(Func out) {
-        // One element per thread, gpu_block (default 256: 8 warps) threads per block along the innermost dimension,
-        // the tail guarded (GuardWithIf: threads past the extent store nothing). GELU is
-        // memory-bound (8-12 bytes and ~60 float32 ops per element), so the block only has to
-        // keep enough loads in flight: 8 blocks of 256 fill the 2048 thread slots of an sm_80 /
-        // sm_90 SM (under the 32 blocks/SM limit; ptxas -v reports 26 registers per thread for
-        // every form/dtype/direction, so registers do not limit occupancy), and a
-        // BERT-base activation (512 x 3072) gives 6144 blocks, ~56 per SM of an A100, so the
-        // tail wave costs < 2%.
-        // All block indices are fused into one grid dimension: grid y and z are limited to 65535
-        // blocks, which a [100000, 768] view with a padded row stride (d1 = 100000) would exceed;
-        // grid x allows 2^31 - 1. The cost is one integer division per thread to recover
-        // (block, row, d2, d3), small next to the GELU itself.
+    void schedule_gpu(Func out, std::initializer_list<OutputImageParam> bufs) {
+        // Three loop nests, the first that applies is used. Measured on an H200 (2026-12-04,
+        // bench/cuda/device_check.sh; f32 forward erf, N = 2^26, device-to-device copy of the
+        // same bytes: 4.09 TB/s):
+        //  1. one dense dimension (the runtime passes every dense view, whatever its rank, as
+        //     [n, 1, 1, 1]) with unit strides and n a multiple of gpu_block * gpu_elems (every
+        //     BERT/GPT activation: d_ff = 3072 is a multiple of 1024): gpu_elems elements per
+        //     thread, gpu_block apart (each warp-wide load stays coalesced), unrolled without
+        //     guards so that the thread's loads can all be in flight at once (bandwidth = bytes
+        //     in flight / latency). RoundUp is exact here; a GuardWithIf body would put a branch
+        //     around each element's load and serialise them. 216 us, 2.49 TB/s (61% of the
+        //     copy); bf16 takes the same time, so the ~70 float32 instructions per element of
+        //     the GELU math are now the limit, not memory. Sweep (same day, wall clock, best of
+        //     5 x 20 calls): elements per thread 1 / 2 / 4 / 8 / 16 at 256 threads: 260 / 225 /
+        //     209 / 204 / 203 us; 4 at 128 / 512 threads: 198 / 225 us. 4 x 256 is kept: within
+        //     3-6% of the best, and 256 threads serve nest 2 best (below).
+        //  2. one dense dimension, any other n: one element per thread, the tail guarded.
+        //     274 us at n = 2^26 - 1 (321 us with 128-thread blocks, 281 with 512).
+        //  3. anything else: all block indices are fused into one grid dimension: grid y and z
+        //     are limited to 65535 blocks, which a [100000, 768] view with a padded row stride
+        //     (d1 = 100000) would exceed; grid x allows 2^31 - 1. Recovering (block, d1, d2, d3)
+        //     from the fused index costs 3 integer divisions and 5 remainders by runtime
+        //     extents per thread (div.s32 / rem.s32 in the PTX, ~20 instructions each): 764 us
+        //     for an 8192 x 8192 view with row stride 8224 (0.70 TB/s), which is what every
+        //     call cost before nests 1 and 2 existed.
         if (gpu_block % 32 != 0) {
             throw std::invalid_argument("gelu: gpu_block must be a multiple of the warp size (32)");
         }
-        Var bx{"bx"}, tx{"tx"}, b{"b"};
+        Expr flat = Halide::Internal::const_true();
+        for (OutputImageParam b : bufs) {
+            flat = flat && b.dim(0).stride() == 1 && b.dim(1).extent() == 1 && b.dim(2).extent() == 1 &&
+                   b.dim(3).extent() == 1;
+        }
+        const int per_block = int(gpu_block) * int(gpu_elems);
+        Expr whole = out.output_buffer().dim(0).extent() % per_block == 0;
+        Var bx{"bx"}, tx{"tx"}, b{"b"}, xi{"xi"}, u{"u"};
+        out.specialize(flat && whole)
+            .split(d0, bx, xi, per_block, TailStrategy::RoundUp)
+            .split(xi, u, tx, gpu_block, TailStrategy::RoundUp)
+            .reorder(tx, u, bx)
+            .unroll(u)
+            .gpu_blocks(bx)
+            .gpu_threads(tx);
+        out.specialize(flat).split(d0, bx, tx, gpu_block, TailStrategy::GuardWithIf).gpu_blocks(bx).gpu_threads(tx);
         out.split(d0, bx, tx, gpu_block, TailStrategy::GuardWithIf)
             .fuse(bx, d1, b)
             .fuse(b, d2, b)

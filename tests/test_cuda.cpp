@@ -259,6 +259,13 @@ protected:
     bool backward() const {
         return k().direction == Direction::Backward;
     }
+    // Anderson2021 kernels refuse a non-unit innermost stride and an innermost extent below
+    // 64 with ErrorCode::Unsupported (runtime/src/cuda.cpp, check_autoscheduled; the refusal is
+    // tested without a device in CudaArguments). Where a case below needs either, these kernels
+    // are asked to refuse it and then run the nearest accepted case.
+    bool autoscheduled() const {
+        return k().schedule == gc::Schedule::Anderson2021;
+    }
     gc::GeluOptions opts() const {
         gc::GeluOptions o;
         o.form = k().form;
@@ -314,7 +321,10 @@ protected:
             const int64_t u = ulp_distance(out[i], want, dt);
             bool ok = u <= tol();
             const double abs_err = std::fabs(bits_to_double(out[i], dt) - (r.hi + r.lo));
-            if (!ok && backward() && dt == DType::F32 && std::fabs(xv - root) < 0.01) {
+            // Inside the root window of GELU' the float32 internal value carries an absolute
+            // error (cancellation in Phi + x phi), whatever the storage dtype it is rounded to;
+            // seen on an H200: f16 tanh backward at x = -0.7524, dy = 8.1: 2 ULP (1.2e-7).
+            if (!ok && backward() && std::fabs(xv - root) < 0.01) {
                 ok = abs_err <= root_window_abs_tolerance(Math::Fast) * std::fabs(dyv);
             }
             if (!ok && backward() && dt == DType::F32) {
@@ -337,9 +347,11 @@ protected:
     }
 };
 
-// Host API: tails of the 256-thread blocks, one-block and many-block sizes, specials.
+// Host API: tails of the 256-thread blocks, one-block and many-block sizes, specials; 1024
+// and 12288 (as a dense [12, 1024] view, which the runtime flattens) are multiples of the
+// 256 x 4 elements of the hand schedule's unguarded specialization (gelu_generator.cpp).
 TEST_P(EveryCudaKernel, HostCopiesTailsAndSpecials) {
-    for (std::size_t n : {1u, 7u, 255u, 256u, 257u, 1000u, 65537u}) {
+    for (std::size_t n : {1u, 7u, 63u, 64u, 255u, 256u, 257u, 1000u, 1024u, 12288u, 65537u}) {
         std::vector<uint32_t> x = inputs(n, uint32_t(n)), dy = inputs(n, 11);
         if (n == 1000) {
             std::vector<uint32_t> s = specials();
@@ -347,6 +359,27 @@ TEST_P(EveryCudaKernel, HostCopiesTailsAndSpecials) {
         }
         std::vector<char> xb = pack_bits(x, k().dtype), db = pack_bits(dy, k().dtype), ob(n * esize() + 64, '\x5a');
         const int64_t len = int64_t(n);
+        if (n == 12288) {
+            run_host(TensorView::contiguous(xb.data(), k().dtype, {12, 1024}),
+                     TensorView::contiguous(db.data(), k().dtype, {12, 1024}),
+                     TensorView::contiguous(ob.data(), k().dtype, {12, 1024}));
+            for (std::size_t i = n * esize(); i < ob.size(); i++) {
+                ASSERT_EQ(ob[i], '\x5a') << k().name << ": wrote past the end of [12, 1024]";
+            }
+            ob.resize(n * esize());
+            check(x, dy, unpack_bits(ob, k().dtype), "[12, 1024]");
+            continue;
+        }
+        if (autoscheduled() && n < 64) {
+            EXPECT_EQ(code_of([&] {
+                          run_host(TensorView::contiguous(xb.data(), k().dtype, {len}),
+                                   TensorView::contiguous(db.data(), k().dtype, {len}),
+                                   TensorView::contiguous(ob.data(), k().dtype, {len}));
+                      }),
+                      ErrorCode::Unsupported)
+                << k().name << " n=" << n;
+            continue;
+        }
         run_host(TensorView::contiguous(xb.data(), k().dtype, {len}), TensorView::contiguous(db.data(), k().dtype, {len}),
                  TensorView::contiguous(ob.data(), k().dtype, {len}));
         for (std::size_t i = n * esize(); i < ob.size(); i++) {
@@ -379,14 +412,22 @@ TEST_P(EveryCudaKernel, BitPatternSweep) {
 
 // Rank 4 with a non-unit innermost stride and padded outer strides; and in place.
 TEST_P(EveryCudaKernel, StridedRank4AndInPlace) {
-    const int64_t s0 = 3, s1 = 5, s2 = 7, s3 = 33;  // innermost extent 33: a partial block
-    const int64_t st3 = 2, st2 = st3 * s3 + 4, st1 = st2 * s2 + 1, st0 = st1 * s1 + 8;
+    // Innermost extent 33 (a partial block), stride 2; anderson2021: 97 (64 + a shifted-inwards
+    // partial tile), stride 1, after refusing the stride-2 view.
+    const int64_t s0 = 3, s1 = 5, s2 = 7, s3 = autoscheduled() ? 97 : 33;
+    const int64_t st3 = autoscheduled() ? 1 : 2, st2 = st3 * s3 + 4, st1 = st2 * s2 + 1, st0 = st1 * s1 + 8;
     const std::size_t span = std::size_t(st0 * s0);
     std::vector<uint32_t> x = inputs(span, 5), dy = inputs(span, 6), fill(span, to_bits(-123.0, k().dtype));
     std::vector<char> xb = pack_bits(x, k().dtype), db = pack_bits(dy, k().dtype), ob = pack_bits(fill, k().dtype);
     auto view = [&](std::vector<char> &b) {
         return TensorView::strided(b.data(), k().dtype, {s0, s1, s2, s3}, {st0, st1, st2, st3});
     };
+    if (autoscheduled()) {
+        auto stride2 = [&](std::vector<char> &b) {
+            return TensorView::strided(b.data(), k().dtype, {s0, s1, s2, 33}, {st0, st1, st2, 2});
+        };
+        EXPECT_EQ(code_of([&] { run_host(stride2(xb), stride2(db), stride2(ob)); }), ErrorCode::Unsupported);
+    }
     run_host(view(xb), view(db), view(ob));
     std::vector<uint32_t> out = unpack_bits(ob, k().dtype), xs, dys, outs;
     std::vector<bool> touched(span, false);
@@ -454,22 +495,37 @@ TEST_P(EveryCudaKernel, UserDevicePointers) {
     ASSERT_NE(dx.ptr(), nullptr);
     gc::Launch launch;
     launch.synchronize = true;
-    // Every other element (innermost stride 2).
-    auto view = [&](const DeviceCopy &d) { return TensorView::strided(d.ptr(), k().dtype, {n}, {2}); };
-    if (backward()) {
-        gc::gelu_backward_device(view(dx), view(ddy), view(dout), opts(), launch);
-    } else {
-        gc::gelu_forward_device(view(dx), view(dout), opts(), launch);
+    // Every other element (innermost stride 2); anderson2021: refused, then the first n
+    // elements with stride 1.
+    auto view = [&](const DeviceCopy &d, int64_t stride) {
+        return TensorView::strided(d.ptr(), k().dtype, {n}, {stride});
+    };
+    auto run = [&](int64_t stride) {
+        if (backward()) {
+            gc::gelu_backward_device(view(dx, stride), view(ddy, stride), view(dout, stride), opts(), launch);
+        } else {
+            gc::gelu_forward_device(view(dx, stride), view(dout, stride), opts(), launch);
+        }
+    };
+    const int64_t stride = autoscheduled() ? 1 : 2;
+    if (autoscheduled()) {
+        EXPECT_EQ(code_of([&] { run(2); }), ErrorCode::Unsupported);
     }
+    run(stride);
     dout.download();
     std::vector<uint32_t> out = unpack_bits(ob, k().dtype), xs, dys, outs;
+    std::vector<bool> touched(std::size_t(2 * n), false);
     for (int64_t i = 0; i < n; i++) {
-        xs.push_back(x[std::size_t(2 * i)]);
-        dys.push_back(dy[std::size_t(2 * i)]);
-        outs.push_back(out[std::size_t(2 * i)]);
-        ASSERT_EQ(out[std::size_t(2 * i + 1)], 0u) << "odd element " << 2 * i + 1 << " was written";
+        const std::size_t o = std::size_t(stride * i);
+        touched[o] = true;
+        xs.push_back(x[o]);
+        dys.push_back(dy[o]);
+        outs.push_back(out[o]);
     }
-    check(xs, dys, outs, "device pointers, stride 2");
+    for (std::size_t i = 0; i < touched.size(); i++) {
+        ASSERT_TRUE(touched[i] || out[i] == 0u) << "element " << i << " outside the view was written";
+    }
+    check(xs, dys, outs, "device pointers, stride " + std::to_string(stride));
 #else
     GTEST_SKIP() << "built without GELUKIT_CUDA";
 #endif

@@ -11,15 +11,45 @@
 # from scratch adds the CPU kernel libraries: ~2-3 minutes on 16 cores).
 # Exit status: 0 when the tests passed and the benchmark ran; 2 when no usable CUDA device was
 # found (nothing else is attempted beyond the probe); 1 otherwise.
-# Output: the table on stdout; raw files in build/device_check/ (tests.xml, bench.json, logs).
+# Output: the table on stdout; raw files in build/device_check/ (tests.xml, bench.json, the
+# benchmark's console table bench.txt, logs).
+#
+# Prebuilt mode, for a GPU machine that has the driver but neither Halide nor a network (the
+# lent H200 here): build on the development machine, pack the two binaries with
+#   bash bench/cuda/pack_prebuilt.sh DIR
+# and on the GPU machine run
+#   bash bench/cuda/device_check.sh --prebuilt DIR
+# which skips the build and the ctest PTX checks (those are offline checks that CI runs) and
+# writes its raw files under DIR/device_check/ (or $GELUKIT_DEVICE_CHECK_OUT when set).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-out="$root/build/device_check"
+prebuilt=""
+if [ "${1:-}" = "--prebuilt" ]; then
+    [ -n "${2:-}" ] || { echo "device_check: --prebuilt needs a directory" >&2; exit 1; }
+    prebuilt="$(cd "$2" && pwd)" || exit 1
+fi
+out="${GELUKIT_DEVICE_CHECK_OUT:-$root/build/device_check}"
+[ -z "$prebuilt" ] || out="${GELUKIT_DEVICE_CHECK_OUT:-$prebuilt/device_check}"
+tests_bin="$root/build/tests/gelukit_tests"
+bench_bin="$root/build/bench/cuda/gelukit_cuda_bench"
 jobs="$(nproc)"
 start=$(date +%s)
 
-if [ -x "$root/.venv/bin/cmake" ]; then
+if [ -n "$prebuilt" ]; then
+    tests_bin="$prebuilt/gelukit_tests"
+    bench_bin="$prebuilt/gelukit_cuda_bench"
+    # The packed non-system libraries (Google Benchmark), then cuBLAS wherever this machine
+    # keeps it (the CUDA toolkit, or the nvidia-cublas wheel of a Python environment).
+    libpath="$prebuilt/lib"
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+        [ -e "$d/libcublas.so.13" ] && libpath="$libpath:$d"
+    done
+    for f in $(find /opt /usr/local /usr/lib -name 'libcublas.so.13' 2> /dev/null | head -3); do
+        libpath="$libpath:$(dirname "$f")"
+    done
+    export LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+elif [ -x "$root/.venv/bin/cmake" ]; then
     export PATH="$root/.venv/bin:$PATH"
 elif ! command -v cmake > /dev/null; then
     bash scripts/bootstrap.sh && export PATH="$root/.venv/bin:$PATH"
@@ -30,23 +60,34 @@ else
     nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader || true
 fi
 
-echo "== build (jobs: $jobs)"
-[ -f build/build.ninja ] || cmake --preset default -DGELUKIT_CUDA=ON > /dev/null || exit 1
 mkdir -p "$out"
-if ! cmake --build build -j "$jobs" --target gelukit_tests gelukit_cuda_bench > "$out/build.log" 2>&1; then
-    tail -30 "$out/build.log"
-    echo "device_check: build failed (log: $out/build.log)" >&2
-    exit 1
+if [ -z "$prebuilt" ]; then
+    echo "== build (jobs: $jobs)"
+    [ -f build/build.ninja ] || cmake --preset default -DGELUKIT_CUDA=ON > /dev/null || exit 1
+    if ! cmake --build build -j "$jobs" --target gelukit_tests gelukit_cuda_bench > "$out/build.log" 2>&1; then
+        tail -30 "$out/build.log"
+        echo "device_check: build failed (log: $out/build.log)" >&2
+        exit 1
+    fi
+else
+    echo "== prebuilt binaries from $prebuilt (no build); LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    for b in "$tests_bin" "$bench_bin"; do
+        [ -x "$b" ] || { echo "device_check: $b is missing" >&2; exit 1; }
+        if ldd "$b" | grep 'not found'; then
+            echo "device_check: $b misses the libraries above" >&2
+            exit 1
+        fi
+    done
 fi
 build_s=$(( $(date +%s) - start ))
 
 # The probe (gelukit::cuda::cuda_device_available, via the benchmark binary: exit status 2 and
 # the reason when there is no usable device).
-build/bench/cuda/gelukit_cuda_bench --benchmark_list_tests > /dev/null 2> "$out/probe.log"
+"$bench_bin" --benchmark_list_tests > /dev/null 2> "$out/probe.log"
 probe_rc=$?
 
 echo "== CUDA tests"
-build/tests/gelukit_tests --gtest_filter='Cuda*' --gtest_brief=1 --gtest_output="xml:$out/tests.xml" \
+"$tests_bin" --gtest_filter='Cuda*' --gtest_brief=1 --gtest_output="xml:$out/tests.xml" \
     > "$out/tests.log" 2>&1
 tests_rc=$?
 tail -5 "$out/tests.log"
@@ -55,13 +96,19 @@ if [ $probe_rc -eq 2 ]; then
     echo "device_check: no usable CUDA device: the CUDA kernel tests were skipped (rc $tests_rc) and no benchmark was run" >&2
     exit 2
 fi
-(cd build && ctest -L cuda --output-on-failure > "$out/ctest.log" 2>&1)
-ctest_rc=$?
-tail -3 "$out/ctest.log"
+if [ -z "$prebuilt" ]; then
+    (cd build && ctest -L cuda --output-on-failure > "$out/ctest.log" 2>&1)
+    ctest_rc=$?
+    tail -3 "$out/ctest.log"
+else
+    echo "(prebuilt: the ctest PTX checks are not run here; CI runs them)"
+    ctest_rc=0
+fi
 
 echo "== benchmark"
-build/bench/cuda/gelukit_cuda_bench --benchmark_min_time=0.1s --benchmark_format=json \
-    --benchmark_out="$out/bench.json" --benchmark_out_format=json > /dev/null 2> "$out/bench.log"
+# GELUKIT_DEVICE_BENCH_FILTER: a --benchmark_filter regex (default: every row).
+"$bench_bin" --benchmark_min_time=0.1 --benchmark_filter="${GELUKIT_DEVICE_BENCH_FILTER:-.}" \
+    --benchmark_out="$out/bench.json" --benchmark_out_format=json > "$out/bench.txt" 2> "$out/bench.log"
 bench_rc=$?
 [ $bench_rc -eq 0 ] || { cat "$out/bench.log" >&2; }
 

@@ -505,8 +505,7 @@ void run(const Entry &k, CallContext &cc, std::vector<detail::HalideBuffer> &hb,
 }
 
 // ops: inputs first, the output last. Identical views share one Halide buffer (in place).
-// A dense row-major view of the same elements as a 1-D view (for the autoscheduled kernels,
-// whose 2-D/3-D grids are limited to 65535 blocks in y and z).
+// A dense row-major view: its elements are those of a 1-D view of numel() elements.
 bool is_dense(const TensorView &v) {
     int64_t expect = 1;
     for (int d = v.rank - 1; d >= 0; d--) {
@@ -528,21 +527,13 @@ bool is_dense(const TensorView &v) {
 // initialises its kernels (cuInit, module load) before it answers a bounds query.
 constexpr int64_t kAndersonTile = 64;
 
-void check_autoscheduled(const std::string &fn, const Entry &k, std::vector<Operand> &ops) {
-    bool dense = true;
-    for (Operand &op : ops) {
+void check_autoscheduled(const std::string &fn, const Entry &k, const std::vector<Operand> &ops) {
+    for (const Operand &op : ops) {
         const TensorView &v = op.view;
         if (v.shape[v.rank - 1] > 1 && v.strides[v.rank - 1] != 1) {
             throw Error(ErrorCode::Unsupported, fn + ": the " + k.info.name + " kernel (anderson2021) needs a unit "
                                                      "innermost stride; " + op.name + " is " + v.describe() +
                                                      " (use Schedule::Hand)");
-        }
-        dense = dense && is_dense(v);
-    }
-    if (dense) {
-        for (Operand &op : ops) {
-            const int64_t n = op.view.numel();
-            op.view = TensorView::contiguous(op.view.data, op.view.dtype, {n});
         }
     }
     const TensorView &v = ops[0].view;
@@ -591,6 +582,21 @@ void call(const std::string &fn, Direction dir, std::vector<Operand> ops, const 
     const Entry &k = find_kernel(dir, ops[0].view.dtype, o);
     if (ops[0].view.numel() == 0) {
         return;
+    }
+    // Dense views of the same shape (every operand of a pointwise call has the view's shape)
+    // go to the kernel as one dimension [n, 1, 1, 1]: the hand schedule's specialization for
+    // that case has no index divisions (gelu_generator.cpp, schedule_gpu), and the
+    // autoscheduled kernels' 2-D/3-D grids stay within 65535 blocks in y and z. Halide's
+    // extents are int32, so larger views keep their rank.
+    bool dense = ops[0].view.numel() <= INT32_MAX;
+    for (const Operand &op : ops) {
+        dense = dense && is_dense(op.view);
+    }
+    if (dense) {
+        for (Operand &op : ops) {
+            const int64_t n = op.view.numel();
+            op.view = TensorView::contiguous(op.view.data, op.view.dtype, {n});
+        }
     }
     if (k.info.schedule == Schedule::Anderson2021) {
         check_autoscheduled(fn, k, ops);
