@@ -9,7 +9,7 @@
 #                                "params": { "<knob>": <integer>, ... }, ... }, ... } }
 # <kernel> is the library name without its schedule suffix (gelu_fwd_f32_erf_acc, ffn_f32_erf).
 # Knobs and their ranges (the GeneratorParams of generators/*.cpp):
-#   gelu_forward, gelu_backward: vector_multiple 1-8, parallel_grain 256-16777216, gpu_block 32-1024 (multiple of 32)
+#   gelu_forward, gelu_backward: vector_multiple 1-8, parallel_grain 256-16777216, gpu_block 32-1024 (multiple of 32), gpu_elems 1-16
 #   ffn:                         m_block 0-4096 (0 = default), avx512_tile_rows 0-9, avx2_tile_rows 0-12,
 #                                avx2_tile_vectors 0-6 (0, 1, 2, 3, 6), k_block 0-4096 (multiple
 #                                of 8), epilogue_at -1-1 (-1 = default; 1 not for linear_gelu_*), gpu_rows 8-128
@@ -21,7 +21,7 @@
 include_guard(GLOBAL)
 
 # name:min:max:step (gpu_block: whole warps of 32 threads).
-set(_gelukit_knobs_gelu vector_multiple:1:8:1 parallel_grain:256:16777216:1 gpu_block:32:1024:32)
+set(_gelukit_knobs_gelu vector_multiple:1:8:1 parallel_grain:256:16777216:1 gpu_block:32:1024:32 gpu_elems:1:16:1)
 set(_gelukit_knobs_ffn m_block:0:4096:1 avx512_tile_rows:0:9:1 avx2_tile_rows:0:12:1 avx2_tile_vectors:0:6:1 k_block:0:4096:8 epilogue_at:-1:1:1 gpu_rows:8:128:8
     pack_weights:0:1:1)
 

@@ -104,29 +104,30 @@ protected:
 
     void schedule_gpu(Func out, std::initializer_list<OutputImageParam> bufs) {
         // Three loop nests, the first that applies is used. Measured on an H200 (2026-12-04,
-        // bench/cuda/device_check.sh; f32 forward erf, N = 2^26, device-to-device copy of the
-        // same bytes: 4.09 TB/s):
+        // bench/cuda/device_check.sh and h200-2026-12-04.txt; f32 forward erf, N = 2^26;
+        // device-to-device copy of the same bytes: 4.05 TB/s):
         //  1. one dense dimension (the runtime passes every dense view, whatever its rank, as
-        //     [n, 1, 1, 1]) with unit strides and n a multiple of gpu_block * gpu_elems (every
-        //     BERT/GPT activation: d_ff = 3072 is a multiple of 1024): gpu_elems elements per
-        //     thread, gpu_block apart (each warp-wide load stays coalesced), unrolled without
-        //     guards so that the thread's loads can all be in flight at once (bandwidth = bytes
-        //     in flight / latency). RoundUp is exact here; a GuardWithIf body would put a branch
-        //     around each element's load and serialise them. 216 us, 2.49 TB/s (61% of the
-        //     copy); bf16 takes the same time, so the ~70 float32 instructions per element of
-        //     the GELU math are now the limit, not memory. Sweep (same day, wall clock, best of
-        //     5 x 20 calls): elements per thread 1 / 2 / 4 / 8 / 16 at 256 threads: 260 / 225 /
-        //     209 / 204 / 203 us; 4 at 128 / 512 threads: 198 / 225 us. 4 x 256 is kept: within
-        //     3-6% of the best, and 256 threads serve nest 2 best (below).
+        //     [n, 1, 1, 1]) with unit strides and n a multiple of gpu_block * gpu_elems = 1024
+        //     (every BERT/GPT activation: d_ff = 3072 is a multiple of 1024, whatever M):
+        //     gpu_elems elements per thread, gpu_block apart (each warp-wide load stays
+        //     coalesced), unrolled inside the thread loop (outside it, Halide puts a barrier
+        //     between the iterations) and without guards (a GuardWithIf body puts a branch
+        //     around each element's load; RoundUp is exact here). 208 us, 2.58 TB/s (64% of the
+        //     copy). bf16 takes about as long (201 us), so the ~85 SASS instructions per element
+        //     of the GELU math (ptxas sm_90, nvdisasm) limit it, not memory. Sweep (wall clock,
+        //     best of 5 x 20 calls): 1 / 2 / 4 / 8 / 16 elements per 256-thread block: 250 /
+        //     210 / 192 / 185 / 185 us; 4 at 128 / 512 threads: 186 / 199 us. 4 x 256 is kept:
+        //     within 4% of the best, and 8 would need n to be a multiple of 2048 (odd M x 3072
+        //     is not), and 256 threads serve nest 2 best.
         //  2. one dense dimension, any other n: one element per thread, the tail guarded.
-        //     274 us at n = 2^26 - 1 (321 us with 128-thread blocks, 281 with 512).
+        //     263 us at n = 2^26 - 1 (321 us with 128-thread blocks, 272 with 512).
         //  3. anything else: all block indices are fused into one grid dimension: grid y and z
         //     are limited to 65535 blocks, which a [100000, 768] view with a padded row stride
         //     (d1 = 100000) would exceed; grid x allows 2^31 - 1. Recovering (block, d1, d2, d3)
         //     from the fused index costs 3 integer divisions and 5 remainders by runtime
         //     extents per thread (div.s32 / rem.s32 in the PTX, ~20 instructions each): 764 us
         //     for an 8192 x 8192 view with row stride 8224 (0.70 TB/s), which is what every
-        //     call cost before nests 1 and 2 existed.
+        //     call cost before nests 1 and 2 existed (772 us for the dense 2^26).
         if (gpu_block % 32 != 0) {
             throw std::invalid_argument("gelu: gpu_block must be a multiple of the warp size (32)");
         }
@@ -141,7 +142,7 @@ protected:
         out.specialize(flat && whole)
             .split(d0, bx, xi, per_block, TailStrategy::RoundUp)
             .split(xi, u, tx, gpu_block, TailStrategy::RoundUp)
-            .reorder(tx, u, bx)
+            .reorder(u, tx, bx)
             .unroll(u)
             .gpu_blocks(bx)
             .gpu_threads(tx);

@@ -449,7 +449,11 @@ TEST_P(EveryCudaKernel, StridedRank4AndInPlace) {
     }
     // In place (forward: y = x; backward: dx = dy).
     std::vector<char> inplace = backward() ? db : xb;
-    run_host(view(xb), view(backward() ? inplace : db), view(inplace));
+    if (backward()) {
+        run_host(view(xb), view(inplace), view(inplace));
+    } else {
+        run_host(view(inplace), view(db), view(inplace));
+    }
     std::vector<uint32_t> got = unpack_bits(inplace, k().dtype);
     for (std::size_t i = 0; i < span; i++) {
         if (touched[i]) {
@@ -459,7 +463,7 @@ TEST_P(EveryCudaKernel, StridedRank4AndInPlace) {
 }
 
 // Device API: user device pointers (allocated here through Halide's CUDA runtime in the
-// primary context, as cudaMalloc would), a strided view, synchronize.
+// primary context, as cudaMalloc would), strided and dense views, in place, synchronize.
 TEST_P(EveryCudaKernel, UserDevicePointers) {
 #if GELUKIT_TEST_CUDA
     gc::initialize();
@@ -491,41 +495,74 @@ TEST_P(EveryCudaKernel, UserDevicePointers) {
             EXPECT_EQ(halide_copy_to_host(nullptr, &buf), 0);
         }
     };
-    DeviceCopy dx(xb, k().dtype, 2 * n), ddy(db, k().dtype, 2 * n), dout(ob, k().dtype, 2 * n);
+    DeviceCopy dx(xb, k().dtype, 2 * n), ddy(db, k().dtype, 2 * n);
     ASSERT_NE(dx.ptr(), nullptr);
     gc::Launch launch;
     launch.synchronize = true;
-    // Every other element (innermost stride 2); anderson2021: refused, then the first n
-    // elements with stride 1.
-    auto view = [&](const DeviceCopy &d, int64_t stride) {
-        return TensorView::strided(d.ptr(), k().dtype, {n}, {stride});
+    auto view = [&](const DeviceCopy &d, int64_t count, int64_t stride) {
+        return TensorView::strided(d.ptr(), k().dtype, {count}, {stride});
     };
-    auto run = [&](int64_t stride) {
+    auto run = [&](const DeviceCopy &in, const DeviceCopy &grad, const DeviceCopy &out, int64_t count,
+                   int64_t stride) {
         if (backward()) {
-            gc::gelu_backward_device(view(dx, stride), view(ddy, stride), view(dout, stride), opts(), launch);
+            gc::gelu_backward_device(view(in, count, stride), view(grad, count, stride), view(out, count, stride),
+                                     opts(), launch);
         } else {
-            gc::gelu_forward_device(view(dx, stride), view(dout, stride), opts(), launch);
+            gc::gelu_forward_device(view(in, count, stride), view(out, count, stride), opts(), launch);
         }
     };
-    const int64_t stride = autoscheduled() ? 1 : 2;
+    // The three loop nests of the hand schedule (gelu_generator.cpp, schedule_gpu): stride 2
+    // (general), 4096 dense elements (a multiple of 1024: unguarded, 4 per thread), 4099 dense
+    // (guarded). The output buffer holds 2 n zeros on the device, so a store past the view
+    // shows up as a non-zero element outside it. anderson2021 refuses stride 2 first.
     if (autoscheduled()) {
-        EXPECT_EQ(code_of([&] { run(2); }), ErrorCode::Unsupported);
+        ob.assign(ob.size(), 0);
+        DeviceCopy dout(ob, k().dtype, 2 * n);
+        EXPECT_EQ(code_of([&] { run(dx, ddy, dout, n, 2); }), ErrorCode::Unsupported);
     }
-    run(stride);
-    dout.download();
-    std::vector<uint32_t> out = unpack_bits(ob, k().dtype), xs, dys, outs;
-    std::vector<bool> touched(std::size_t(2 * n), false);
-    for (int64_t i = 0; i < n; i++) {
-        const std::size_t o = std::size_t(stride * i);
-        touched[o] = true;
-        xs.push_back(x[o]);
-        dys.push_back(dy[o]);
-        outs.push_back(out[o]);
+    std::vector<uint32_t> dense4096;
+    const std::vector<std::pair<int64_t, int64_t>> cases =
+        autoscheduled() ? std::vector<std::pair<int64_t, int64_t>>{{4096, 1}, {n, 1}}
+                        : std::vector<std::pair<int64_t, int64_t>>{{n, 2}, {4096, 1}, {n, 1}};
+    for (auto [count, stride] : cases) {
+        ob.assign(ob.size(), 0);
+        DeviceCopy dout(ob, k().dtype, 2 * n);
+        run(dx, ddy, dout, count, stride);
+        dout.download();
+        std::vector<uint32_t> out = unpack_bits(ob, k().dtype), xs, dys, outs;
+        std::vector<bool> touched(std::size_t(2 * n), false);
+        for (int64_t i = 0; i < count; i++) {
+            const std::size_t o = std::size_t(stride * i);
+            touched[o] = true;
+            xs.push_back(x[o]);
+            dys.push_back(dy[o]);
+            outs.push_back(out[o]);
+        }
+        for (std::size_t i = 0; i < touched.size(); i++) {
+            ASSERT_TRUE(touched[i] || out[i] == 0u)
+                << "element " << i << " outside the view (" << count << " elements, stride " << stride
+                << ") was written";
+        }
+        check(xs, dys, outs, "device pointers, " + std::to_string(count) + " elements, stride " + std::to_string(stride));
+        if (count == 4096) {
+            dense4096 = outs;
+        }
     }
-    for (std::size_t i = 0; i < touched.size(); i++) {
-        ASSERT_TRUE(touched[i] || out[i] == 0u) << "element " << i << " outside the view was written";
+    // In place on the dense 4096 elements (forward: y aliases x; backward: dx aliases dy):
+    // the same bits as out of place.
+    std::vector<char> alias = backward() ? db : xb;
+    DeviceCopy dalias(alias, k().dtype, 2 * n);
+    if (backward()) {
+        run(dx, dalias, dalias, 4096, 1);
+    } else {
+        run(dalias, ddy, dalias, 4096, 1);
     }
-    check(xs, dys, outs, "device pointers, stride " + std::to_string(stride));
+    dalias.download();
+    const std::vector<uint32_t> got = unpack_bits(alias, k().dtype);
+    ASSERT_EQ(dense4096.size(), 4096u);
+    for (std::size_t i = 0; i < 4096; i++) {
+        ASSERT_EQ(got[i], dense4096[i]) << k().name << ": in-place result differs at " << i;
+    }
 #else
     GTEST_SKIP() << "built without GELUKIT_CUDA";
 #endif

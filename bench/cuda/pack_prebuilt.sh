@@ -7,6 +7,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="${1:?usage: pack_prebuilt.sh DIR}"
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"  # relative to the caller's directory
 cd "$root"
 [ -x .venv/bin/cmake ] && export PATH="$root/.venv/bin:$PATH"
 grep -q '^GELUKIT_CUDA:BOOL=ON' build/CMakeCache.txt || {
@@ -25,4 +27,11 @@ for b in "$dir/gelukit_tests" "$dir/gelukit_cuda_bench"; do
         esac
     done
 done
+# Which source the binaries come from (device_check.sh prints it): the commit and a hash of the
+# uncommitted changes, so that a run on the GPU machine can be matched to its source.
+{
+    echo "commit $(git rev-parse HEAD 2> /dev/null || echo unknown)"
+    echo "uncommitted diff sha256 $(git diff HEAD 2> /dev/null | sha256sum | cut -d' ' -f1)"
+    echo "packed $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+} > "$dir/PROVENANCE"
 ls -la "$dir" "$dir/lib"

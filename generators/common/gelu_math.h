@@ -134,23 +134,18 @@ inline Halide::Expr ldexp_neg(const Halide::Expr &v, const Halide::Expr &n) {
     return (v * s1) * s2;
 }
 
-// 1/d for d in [1, 2^30]. float64: to within ~2^-43 relative, from the float32 reciprocal
-// estimate (fast_inverse: rcpps, 12 bits, on x86; frecpe + one frecps step, ~16 bits, in Halide
-// 21's AArch64 runtime; correctly rounded rcp on CUDA) refined by one float32 and one float64
-// Newton step. (Halide's simplifier turns r + r (1 - d r) into r (2 - d r), which rounds the
-// float32 step's residual into 2 - d r: its error is up to ~4 * 2^-24, squared by the float64
-// step.) A division costs more: vdivps/vdivpd issue every 5-16 cycles on one port, next to ~6
-// one-cycle ops here.
-// float32: correctly rounded division (the float32 sigmoid forms; see reciprocal_fast for erf).
+// 1/d for d in [1, 2^30], correctly rounded: a plain division in both float32 and float64.
+// It used to be the float32 reciprocal estimate (rcpps, 12 bits) refined by Newton steps
+// (float32: two; float64: one float32 and one float64 step), on the reasoning that
+// vdivps/vdivpd issue only every 5-16 cycles on one port. Measured on Zen 4 (2026-12-04,
+// Halide JIT of the same erf math, 16 lanes, one thread, ns per element, median of 21 x 10
+// runs): the division is faster, since it runs beside the ~60 other vector ops of the loop
+// while the Newton steps add 5-8 ops to the critical path: fast erf forward 0.69 -> 0.62,
+// backward 0.82 -> 0.74; acc backward 2.10 -> 1.71-1.97, forward 1.35 -> 1.25-1.46 (noisy).
+// Intel cores issue vdivps zmm every ~10 and vdivpd zmm every ~16 cycles (on port 0 beside the
+// FMAs): not measured there. On CUDA a float32 1/d is rcp.rn.f32 (correctly rounded); the
+// Newton steps after it were wasted work.
 inline Halide::Expr reciprocal(const Halide::Expr &d, const Halide::Type &t) {
-    using namespace Halide;
-    if (t.bits() == 64) {
-        Expr d32 = cast<float>(d);
-        Expr r = fast_inverse(d32);
-        r = r + r * (1.0f - d32 * r);
-        Expr rd = cast<double>(r);
-        return rd + rd * (k(t, 1.0) - d * rd);
-    }
     return k(t, 1.0) / d;
 }
 
@@ -161,20 +156,6 @@ inline Halide::Expr reciprocal(const Halide::Expr &d, const Halide::Type &t) {
 inline Halide::Expr pin(const Halide::Expr &v, const Halide::Expr &mask) {
     using namespace Halide;
     return reinterpret(v.type(), reinterpret(UInt(32), v) & mask);
-}
-
-// 1/d for float32 d in [1, 2^30] to within ~2^-23 relative (below the value's own rounding): the
-// estimate (12 bits on x86, ~16 on ARM, correctly rounded on CUDA, where the steps are wasted
-// work) refined by two Newton steps r + r (1 - d r); one step leaves x86 a one-sided error of up
-// to 2.25 * 2^-24, biasing results by ~1 ULP. In the second step r is pinned (mask: see pin):
-// Halide's simplifier and fast-math otherwise rewrite r + r e as r (1 + e) = r (2 - d r),
-// rounding 1 + e to float32 and the correction with it (measured: the erf forward kernel was
-// correctly rounded for 54% of inputs instead of 95%).
-inline Halide::Expr reciprocal_fast(const Halide::Expr &d, const Halide::Expr &mask) {
-    using namespace Halide;
-    Expr r = fast_inverse(d);
-    r = r + r * (1.0f - d * r);
-    return r + pin(r, mask) * (1.0f - d * r);
 }
 
 // |v| by clearing the sign bit (one AND; LLVM lowered abs of a widened float64 value to a
@@ -215,7 +196,7 @@ inline Halide::Expr tail_gradient(const Halide::Type &t) {
 // -0 - tiny); NaN lanes are left to the caller.
 //
 // Accurate (float64, gelu_erf_f64): t^2 is exact, e^{-t^2/2} by exp_neg_f64 (2.0e-9), u = 1/(3+t)
-//   from reciprocal() (~2^-43), Q = e^{-t^2/2} u P(u) with the degree-10 kMillsAcc (1.0e-9):
+//   from reciprocal() (correctly rounded), Q = e^{-t^2/2} u P(u) with the degree-10 kMillsAcc (1.0e-9):
 //   relative error before the final rounding below 3.2e-9 (0.05 float32 ULP), so results are
 //   within 1 ULP of the storage type everywhere (README: exhaustive sweeps). Q(0) is
 //   0.5 (1 - 2^-40), below 1/2 like the true Q(t > 0): x/2 ties of subnormal x round as
@@ -290,7 +271,7 @@ inline Halide::Expr gelu_erf_f64(const Halide::Expr &x32, const Halide::Expr &in
 //    split as C_hi + C_lo, C_hi = 90852 * 2^-16 (15 significant bits): n C_hi (n <= 163) and
 //    t_hi^2 - n C_hi are exact. n is pinned in n C_hi: otherwise fast-math's reassociation merges
 //    n C_hi and n C_lo into one rounded n * 2 ln2 (an error of up to 1e-5 in rho2 at n = 163).
-//  * Q = e^{-rho2/2} u P(w), u = 1/(4+t) (reciprocal_fast), w = t u - mid (kMillsFast, 9.1e-9).
+//  * Q = e^{-rho2/2} u P(w), u = 1/(4+t) (reciprocal), w = t u - mid (kMillsFast, 9.1e-9).
 //  * The forward tail term |x| Q = ((|x| u P e^{-rho2/2}) * 2^(64-n)) * 2^-64: the product in
 //    brackets is normal whatever order fast-math multiplies it in; it is pinned (an integer AND
 //    with a mask LLVM cannot prove to be all ones), times 2^(64-n) (exact, normal for n <= 162),
@@ -321,7 +302,7 @@ inline Halide::Expr gelu_erf_f32(const Halide::Expr &x, const Halide::Expr &inv_
     Expr mask = reinterpret(UInt(32), x) | u32(0x7FFFFFFFu);    // all ones (pin)
     Expr rho2 = (a_hi - pin(nf, mask) * k(t, c_hi_q16 / 65536.0)) + (t_lo * (t_hi + t_abs) - nf * k(t, c_lo));
     Expr e = horner(rho2, coeffs::kExpNegHalfRho2, 7, t);      // e^{-rho2/2} in [0.70, 1.42]
-    Expr u = reciprocal_fast(k(t, coeffs::kMillsFastShift) + t_abs, mask);
+    Expr u = reciprocal(k(t, coeffs::kMillsFastShift) + t_abs, t);
     Expr p = u * horner(t_abs * u - k(t, coeffs::kMillsFastMid), coeffs::kMillsFast, 10, t);
     if (!gradient) {
         Expr tail = pin(min(abs(x), k(t, 128.0)) * (p * e), mask) * reinterpret(t, (191 - n) << 23);
