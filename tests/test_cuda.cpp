@@ -806,11 +806,11 @@ protected:
     }
 };
 
-// Tile edges: M around the 32-row and d_ff / d_out around the 48-wide tiles, biases and the
+// Tile edges: M around the 32- and 64-row (gpu_rows) and d_ff / d_out around the 48-wide tiles, biases and the
 // residual on and off.
 TEST_P(EveryCudaFfnKernel, OddShapesAgainstDoubleReference) {
     unsigned seed = 1;
-    for (int64_t M : {1, 7, 33}) {
+    for (int64_t M : {1, 7, 33, 65}) {
         for (auto [dm, dff] : std::vector<std::pair<int64_t, int64_t>>{{5, 7}, {13, 100}, {100, 5}, {64, 97}}) {
             for (bool bias : {false, true}) {
                 const bool residual = bias && GetParam().kind != FfnKind::LinearGelu;

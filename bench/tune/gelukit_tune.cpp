@@ -189,7 +189,7 @@ std::vector<Knob> ffn_knobs(bool second_gemm = true) {
 // Knobs the build takes but the host tuner does not search (GPU schedules: no GPU in the JIT).
 std::vector<Knob> gpu_only_knobs(bool gelu) {
     if (gelu) return {{"gpu_block", {}, 256, 32, 1024, 32}, {"gpu_elems", {}, 4, 1, 16, 1}};
-    return {{"gpu_rows", {}, 32, 8, 128, 8}};
+    return {{"gpu_rows", {}, 64, 8, 128, 8}};
 }
 
 std::string knobs_label(const Knobs &k) {
