@@ -99,6 +99,17 @@ function(_gelukit_halide_type dtype out_var)
     endif ()
 endfunction()
 
+# Splits a registry row "<field>:<field>:..." into the named variables, in order.
+function(_gelukit_row_fields row)
+    string(REPLACE ":" ";" parts "${row}")
+    set(i 0)
+    foreach (var IN LISTS ARGN)
+        list(GET parts ${i} value)
+        set(${var} "${value}" PARENT_SCOPE)
+        math(EXPR i "${i} + 1")
+    endforeach ()
+endfunction()
+
 # The registered generator and the buffer-type PARAMS of a GELU row.
 function(_gelukit_gelu_generator dir dtype out_generator out_params)
     _gelukit_halide_type(${dtype} htype)

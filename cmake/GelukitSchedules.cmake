@@ -8,12 +8,20 @@
 #     "kernels": { "<kernel>": { "generator": "gelu_forward" | "gelu_backward" | "ffn",
 #                                "params": { "<knob>": <integer>, ... }, ... }, ... } }
 # <kernel> is the library name without its schedule suffix (gelu_fwd_f32_erf_acc, ffn_f32_erf).
-# Knobs and their ranges (the GeneratorParams of generators/*.cpp):
-#   gelu_forward, gelu_backward: vector_multiple 1-8, parallel_grain 256-16777216, gpu_block 32-1024 (multiple of 32), gpu_elems 1-16
+# Knobs and their ranges (the GeneratorParams of generators/*.cpp), CPU files:
+#   gelu_forward, gelu_backward: vector_multiple 1-8, parallel_grain 256-16777216
 #   ffn:                         m_block 0-4096 (0 = default), avx512_tile_rows 0-9, avx2_tile_rows 0-12,
 #                                avx2_tile_vectors 0-6 (0, 1, 2, 3, 6), k_block 0-4096 (multiple
-#                                of 8), epilogue_at -1-1 (-1 = default; 1 not for linear_gelu_*), gpu_rows 8-128
-#                                (multiple of 8)
+#                                of 8), epilogue_at -1-1 (-1 = default; 1 not for linear_gelu_*),
+#                                pack_weights 0-1
+# The CUDA file (GELUKIT_CUDA_SCHEDULE_FILE, default generators/schedules/cuda.json, "arch":
+# "cuda"; cmake/GelukitCudaKernels.cmake) holds the GPU knobs, which the CPU files refuse (a
+# GPU is tuned on its own machine, and a knob the CPU libraries never read must not look
+# applied):
+#   gelu_forward, gelu_backward: gpu_block 32-1024 (multiple of 32), gpu_elems 1-16
+#   ffn:                         gpu_rows 8-128 (multiple of 8)
+# Kernel names: the library name without its schedule suffix and, for CUDA, without "cuda_"
+# (gelu_fwd_f32_erf_fast, ffn_f32_erf).
 # A missing file is normal (nothing tuned yet): a message, and every tuned kernel is built with
 # the hand schedule's default knobs. A corrupt file (not JSON, wrong format/version/arch, an
 # unknown knob, a value that is not an integer in range) is reported with the reason and
@@ -21,16 +29,27 @@
 include_guard(GLOBAL)
 
 # name:min:max:step (gpu_block: whole warps of 32 threads).
-set(_gelukit_knobs_gelu vector_multiple:1:8:1 parallel_grain:256:16777216:1 gpu_block:32:1024:32 gpu_elems:1:16:1)
-set(_gelukit_knobs_ffn m_block:0:4096:1 avx512_tile_rows:0:9:1 avx2_tile_rows:0:12:1 avx2_tile_vectors:0:6:1 k_block:0:4096:8 epilogue_at:-1:1:1 gpu_rows:8:128:8
+set(_gelukit_knobs_gelu vector_multiple:1:8:1 parallel_grain:256:16777216:1)
+set(_gelukit_knobs_ffn m_block:0:4096:1 avx512_tile_rows:0:9:1 avx2_tile_rows:0:12:1 avx2_tile_vectors:0:6:1 k_block:0:4096:8 epilogue_at:-1:1:1
     pack_weights:0:1:1)
+set(_gelukit_knobs_cuda_gelu gpu_block:32:1024:32 gpu_elems:1:16:1)
+set(_gelukit_knobs_cuda_ffn gpu_rows:8:128:8)
+
+# The property namespace of a file: "cuda" for the CUDA file, "cpu" for an architecture's.
+macro(_gelukit_schedule_set arch out_var)
+    if ("${arch}" STREQUAL "cuda")
+        set(${out_var} cuda)
+    else ()
+        set(${out_var} cpu)
+    endif ()
+endmacro()
 
 # Fails the load: the reason is printed, the parsed kernels are dropped.
 macro(_gelukit_schedule_reject reason)
     message(WARNING "gelukit: schedule file ${path} is corrupt: ${reason}. Every tuned kernel "
                     "is built with the hand schedule's default knobs; re-run gelukit_tune or "
                     "delete the file.")
-    set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS "")
+    set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS_${_gelukit_set} "")
     return()
 endmacro()
 
@@ -48,9 +67,10 @@ macro(_gelukit_object_length out_var reason_var)
 endmacro()
 
 # gelukit_load_schedule_file(<path> <arch>): parses the file once; gelukit_schedule_params()
-# then answers per kernel.
+# then answers per kernel. <arch> "cuda" loads the CUDA file (GPU knobs), any other a CPU one.
 function(gelukit_load_schedule_file path arch)
-    set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS "")
+    _gelukit_schedule_set("${arch}" _gelukit_set)
+    set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS_${_gelukit_set} "")
     # Re-configure when the tuner writes the file: it renames a temporary file into place, which
     # also changes its directory, the dependency that works before the first file exists.
     get_filename_component(dir "${path}" DIRECTORY)
@@ -114,9 +134,26 @@ function(gelukit_load_schedule_file path arch)
             endif ()
             if (generator MATCHES "^gelu_")
                 set(knobs ${_gelukit_knobs_gelu})
+                set(other ${_gelukit_knobs_cuda_gelu})
             else ()
                 set(knobs ${_gelukit_knobs_ffn})
+                set(other ${_gelukit_knobs_cuda_ffn})
             endif ()
+            if (_gelukit_set STREQUAL "cuda")
+                if (NOT kernel MATCHES "^(gelu_(fwd|bwd)_[a-z0-9]+_[a-z]+_fast|(ffn|linear_gelu|geglu|swiglu)_f32_[a-z]+)$")
+                    _gelukit_schedule_reject("kernel ${kernel}: not a CUDA kernel name (gelu_<dir>_<dtype>_<form>_fast or <kind>_f32_<form>)")
+                endif ()
+                set(swap "${knobs}")
+                set(knobs "${other}")
+                set(other "${swap}")
+            endif ()
+            # The other file's knobs, for the message.
+            set(other_names)
+            foreach (spec IN LISTS other)
+                string(REPLACE ":" ";" fields "${spec}")
+                list(GET fields 0 name)
+                list(APPEND other_names "${name}")
+            endforeach ()
             set(reason "kernel ${kernel} has no \"params\" object")
             _gelukit_object_length(np reason kernels "${kernel}" params)
             set(params)
@@ -140,7 +177,13 @@ function(gelukit_load_schedule_file path arch)
                             list(SUBLIST fields 1 3 range)
                         endif ()
                     endforeach ()
-                    if (NOT range)
+                    if (NOT range AND knob IN_LIST other_names)
+                        if (_gelukit_set STREQUAL "cuda")
+                            _gelukit_schedule_reject("kernel ${kernel}: '${knob}' is a CPU knob; it belongs in the CPU schedule file")
+                        else ()
+                            _gelukit_schedule_reject("kernel ${kernel}: '${knob}' is a GPU knob; it belongs in the CUDA schedule file (generators/schedules/cuda.json)")
+                        endif ()
+                    elseif (NOT range)
                         _gelukit_schedule_reject("kernel ${kernel}: unknown knob '${knob}' for ${generator}")
                     endif ()
                     list(GET range 0 lo)
@@ -169,20 +212,25 @@ function(gelukit_load_schedule_file path arch)
         endforeach ()
     endif ()
     foreach (kernel IN LISTS names)
-        set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_PARAMS_${kernel} "${GELUKIT_SCHEDULE_PARAMS_${kernel}}")
+        set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_PARAMS_${_gelukit_set}_${kernel} "${GELUKIT_SCHEDULE_PARAMS_${kernel}}")
     endforeach ()
-    set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS "${names}")
+    set_property(GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS_${_gelukit_set} "${names}")
     list(LENGTH names count)
     message(STATUS "gelukit: ${count} tuned kernel(s) from ${path}")
 endfunction()
 
-# gelukit_schedule_params(<kernel> <out_var>): the tuned knobs of <kernel> as k=v PARAMS, or
-# nothing (the defaults) when the loaded file has no entry for it.
+# gelukit_schedule_params(<kernel> <out_var> [cuda]): the tuned knobs of <kernel> as k=v PARAMS,
+# or nothing (the defaults) when the loaded file has no entry for it; from the CPU file, or with
+# "cuda" from the CUDA file.
 function(gelukit_schedule_params kernel out_var)
-    get_property(names GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS)
+    set(set_name cpu)
+    if (ARGC GREATER 2)
+        _gelukit_schedule_set("${ARGV2}" set_name)
+    endif ()
+    get_property(names GLOBAL PROPERTY GELUKIT_SCHEDULE_KERNELS_${set_name})
     set(params)
     if (kernel IN_LIST names)
-        get_property(params GLOBAL PROPERTY GELUKIT_SCHEDULE_PARAMS_${kernel})
+        get_property(params GLOBAL PROPERTY GELUKIT_SCHEDULE_PARAMS_${set_name}_${kernel})
     endif ()
     set(${out_var} "${params}" PARENT_SCOPE)
 endfunction()
@@ -191,6 +239,6 @@ endfunction()
 # -DARCH=<arch> -DKERNEL=<k> -P GelukitSchedules.cmake prints "params: <k=v;...>".
 if (CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
     gelukit_load_schedule_file("${SCHEDULE_FILE}" "${ARCH}")
-    gelukit_schedule_params("${KERNEL}" params)
+    gelukit_schedule_params("${KERNEL}" params "${ARCH}")
     message(STATUS "params: ${params}")
 endif ()

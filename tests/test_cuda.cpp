@@ -7,6 +7,7 @@
 // is called directly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -90,6 +91,12 @@ TEST(CudaRegistry, EveryFormDirectionDtypeIsBuilt) {
             }
         }
     }
+    // The tuned rows (GELUKIT_CUDA_TUNED_GELU): f32 erf both directions, bf16 erf forward.
+    int tuned = 0;
+    for (const gc::KernelInfo &k : gc::kernels()) {
+        tuned += k.schedule == gc::Schedule::Tuned && k.form == Form::Erf;
+    }
+    EXPECT_EQ(tuned, 3);
 }
 
 // G42, runtime half: with no driver or device, a CUDA call is a gelukit::Error(NoDevice) that
@@ -626,6 +633,19 @@ TEST(CudaFfnArguments, RejectedBeforeAnyDeviceCall) {
     lin_res.kind = FfnKind::LinearGelu;
     lin_res.residual = true;
     EXPECT_EQ(code_of([&] { gc::FeedForward f(w, lin_res); }), ErrorCode::InvalidArgument);
+    // Schedules: CPU-only ones have no CUDA rows; a pinned kernel must be built and match.
+    FeedForwardOptions naive = o;
+    naive.schedule = gelukit::Schedule::Naive;
+    EXPECT_EQ(code_of([&] { gc::FeedForward f(w, naive); }), ErrorCode::Unsupported);
+    FeedForwardOptions pinned = o;
+    pinned.kernel = "cuda_ffn_f32_erf_nonexistent";
+    EXPECT_EQ(code_of([&] { gc::FeedForward f(w, pinned); }), ErrorCode::Unsupported);
+    pinned.kernel = "cuda_linear_gelu_f32_erf_hand";  // built, but not an Ffn
+    EXPECT_EQ(code_of([&] { gc::FeedForward f(w, pinned); }), ErrorCode::InvalidArgument);
+    // The tuned ffn row is built (GELUKIT_CUDA_TUNED_FFN) and listed.
+    EXPECT_TRUE(std::any_of(gc::ffn_kernels().begin(), gc::ffn_kernels().end(), [](const gc::FfnKernelInfo &k) {
+        return k.name == "cuda_ffn_f32_erf_tuned" && k.schedule == gc::Schedule::Tuned;
+    }));
     if (!device().available) {
         EXPECT_EQ(code_of([&] { gc::FeedForward f(w, o); }), ErrorCode::NoDevice);
     }
@@ -768,6 +788,7 @@ protected:
         o.kind = k.kind;
         o.form = p.form;
         o.residual = p.residual;
+        o.kernel = k.name;  // this row (hand or tuned), not the schedule's default choice
         gc::FeedForward ffn(w, o);
         std::vector<float> y(std::size_t(p.M * p.d_out), NAN);
         const std::string what = k.name + " M=" + std::to_string(p.M) + " " + std::to_string(p.d_model) + "/" +

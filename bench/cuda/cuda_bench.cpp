@@ -136,7 +136,6 @@ void BM_cuda_gelu(benchmark::State &state, gc::KernelInfo k) {
     Stream st;
     gc::GeluOptions o;
     o.form = k.form;
-    o.schedule = k.schedule;
     auto view = [&](const DeviceArray &a) { return TensorView::contiguous(a.ptr, k.dtype, {n}); };
     auto call = [&] {
         if (k.direction == gelukit::Direction::Forward) {
@@ -262,6 +261,8 @@ void BM_cuda_ffn_gelukit(benchmark::State &state, gc::FfnKernelInfo k) {
     if (k.form != "silu") {
         o.form = gelukit::form_from_name(k.form);
     }
+    // Pin this row's kernel (hand or tuned) by name; otherwise the runtime picks the hand one.
+    o.kernel = k.name;
     DeviceArray h(std::size_t(M) * d_model, DType::F32, 1), out(std::size_t(M) * d_out, DType::F32, 2);
     if (!h.ptr || !out.ptr) {
         state.SkipWithError("cudaMalloc failed");

@@ -156,7 +156,7 @@ bool built_with_cuda() noexcept {
 }
 
 const char *schedule_name(Schedule s) {
-    return s == Schedule::Hand ? "hand" : "anderson2021";
+    return s == Schedule::Hand ? "hand" : s == Schedule::Anderson2021 ? "anderson2021" : s == Schedule::Tuned ? "tuned" : "?";
 }
 
 const char *halide_target() {
@@ -183,7 +183,8 @@ struct Entry {
 constexpr Direction kDir_fwd = Direction::Forward, kDir_bwd = Direction::Backward;
 constexpr DType kDType_f32 = DType::F32, kDType_bf16 = DType::BF16, kDType_f16 = DType::F16;
 constexpr Form kForm_erf = Form::Erf, kForm_tanh = Form::Tanh, kForm_sigmoid = Form::Sigmoid;
-constexpr Schedule kSched_hand = Schedule::Hand, kSched_anderson2021 = Schedule::Anderson2021;
+constexpr Schedule kSched_hand = Schedule::Hand, kSched_anderson2021 = Schedule::Anderson2021,
+                   kSched_tuned = Schedule::Tuned;
 #endif
 
 const std::vector<Entry> &registry() {
@@ -324,7 +325,7 @@ void validate_call(const std::string &fn, const std::vector<Operand> &ops, const
         throw Error(ErrorCode::InvalidArgument, fn + ": scale is defined for Form::Erf only (got form " +
                                                     form_name(o.form) + ")");
     }
-    if (o.schedule != Schedule::Hand && o.schedule != Schedule::Anderson2021) {
+    if (o.schedule != Schedule::Hand && o.schedule != Schedule::Anderson2021 && o.schedule != Schedule::Tuned) {
         throw Error(ErrorCode::InvalidArgument, fn + ": unknown schedule value " + std::to_string(int(o.schedule)));
     }
 }
@@ -736,8 +737,9 @@ struct FfnEntry {
 const std::vector<FfnEntry> &ffn_registry() {
     static const std::vector<FfnEntry> entries = {
 #if GELUKIT_HAVE_CUDA
-#define GELUKIT_CUDA_FFN_KERNEL(name, kind, dtype, form) \
-    FfnEntry{FfnKernelInfo{#name, ffn_kind_of(#kind), kDType_##dtype, #form}, reinterpret_cast<void (*)()>(&name)},
+#define GELUKIT_CUDA_FFN_KERNEL(name, kind, dtype, form, sched)                                             \
+    FfnEntry{FfnKernelInfo{#name, ffn_kind_of(#kind), kDType_##dtype, #form, kSched_##sched},                 \
+             reinterpret_cast<void (*)()>(&name)},
 #include "gelukit/generated/cuda_ffn_kernels.inc"
 #undef GELUKIT_CUDA_FFN_KERNEL
 #endif
@@ -858,15 +860,38 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
         throw Error(ErrorCode::InvalidArgument, "cuda::FeedForward: residual needs Ffn, GeGLU or SwiGLU");
     }
     const std::string form = options.kind == FfnKind::SwiGLU ? "silu" : form_name(options.form);
-    for (const FfnEntry &e : ffn_registry()) {
-        if (e.info.kind == options.kind && e.info.form == form) {
-            im.kernel = &e;
+    const std::string not_built = built_with_cuda() ? "" : " (gelukit was built with GELUKIT_CUDA=OFF)";
+    if (!options.kernel.empty()) {
+        for (const FfnEntry &e : ffn_registry()) {
+            if (e.info.name == options.kernel) {
+                im.kernel = &e;
+            }
         }
-    }
-    if (!im.kernel) {
-        throw Error(ErrorCode::Unsupported, std::string("cuda::FeedForward: no CUDA ") + ffn_kind_name(options.kind) +
-                                                " kernel for form " + form +
-                                                (built_with_cuda() ? "" : " (gelukit was built with GELUKIT_CUDA=OFF)"));
+        if (!im.kernel) {
+            throw Error(ErrorCode::Unsupported, "cuda::FeedForward: no CUDA FFN kernel named '" + options.kernel +
+                                                    "' is built (cuda::ffn_kernels())" + not_built);
+        }
+        if (im.kernel->info.kind != options.kind || im.kernel->info.form != form) {
+            throw Error(ErrorCode::InvalidArgument, "cuda::FeedForward: kernel " + options.kernel + " is not a " +
+                                                        ffn_kind_name(options.kind) + " with form " + form);
+        }
+    } else {
+        // gelukit::Schedule (the CPU enum of FeedForwardOptions): Hand and Tuned have CUDA rows.
+        if (options.schedule != gelukit::Schedule::Hand && options.schedule != gelukit::Schedule::Tuned) {
+            throw Error(ErrorCode::Unsupported, "cuda::FeedForward: schedule " + std::string(gelukit::schedule_name(options.schedule)) +
+                                                    " has no CUDA FFN kernels (hand or tuned)");
+        }
+        const Schedule want = options.schedule == gelukit::Schedule::Tuned ? Schedule::Tuned : Schedule::Hand;
+        for (const FfnEntry &e : ffn_registry()) {
+            if (e.info.kind == options.kind && e.info.form == form && e.info.schedule == want) {
+                im.kernel = &e;
+            }
+        }
+        if (!im.kernel) {
+            throw Error(ErrorCode::Unsupported, std::string("cuda::FeedForward: no CUDA ") + ffn_kind_name(options.kind) +
+                                                    " kernel for form " + form + " with schedule " +
+                                                    schedule_name(want) + not_built);
+        }
     }
     if (w.w1.data == nullptr || w.w1.rank != 2 || w.w1.shape[0] < 1 || w.w1.shape[1] < 1) {
         throw Error(ErrorCode::InvalidArgument, "cuda::FeedForward: w1 must be a non-empty [d_ff, d_model] matrix");

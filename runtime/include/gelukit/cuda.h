@@ -74,10 +74,15 @@ void initialize(int device = 0);
 bool built_with_cuda() noexcept;
 
 enum class Schedule {
-    Hand,          // gelu_generator.cpp schedule_gpu: one element per thread, 256-thread blocks
+    Hand,          // gelu_generator.cpp schedule_gpu: gpu_block threads per block (256), gpu_elems (4)
+                   // elements per thread on dense views
     Anderson2021,  // Halide's GPU autoscheduler (if the build has these rows: see kernels())
+    Tuned,         // the hand schedule with the knobs `gelukit_tune --target cuda` measured best on
+                   // a GPU (generators/schedules/cuda.json; the defaults where it has none). Built
+                   // for the rows of GELUKIT_CUDA_TUNED_GELU (cmake/GelukitCudaKernels.cmake):
+                   // f32 erf forward and backward, bf16 erf forward; kernels() lists them.
 };
-const char *schedule_name(Schedule s);  // "hand", "anderson2021"
+const char *schedule_name(Schedule s);  // "hand", "anderson2021", "tuned"
 
 struct GeluOptions {
     Form form = Form::Erf;
@@ -122,8 +127,12 @@ const std::vector<KernelInfo> &kernels();
 // (PyTorch nn.Linear layout, float32); they are packed into 48-wide panels
 // (generators/common/ffn_layout.h) and uploaded once, at construction, into device memory owned
 // by the object (freed by its destructor) in Launch::context (or the primary context of
-// Launch::device). options.dtype must be F32; options.schedule, borrow_weights and kernel are ignored (one GPU
-// schedule; the weights are always packed and uploaded).
+// Launch::device). options.dtype must be F32. options.schedule: Schedule::Hand (every kind and
+// form) or Schedule::Tuned (gelukit::Schedule of ffn.h; the rows of GELUKIT_CUDA_TUNED_FFN, f32 erf `ffn`: the hand schedule
+// with the GPU knobs of generators/schedules/cuda.json); any other schedule, or a row that is not
+// built: ErrorCode::Unsupported. options.kernel pins a row of ffn_kernels() by name instead (it
+// must match kind and form, else InvalidArgument). borrow_weights is ignored (the weights are
+// always packed and uploaded).
 // forward_device: h [M, d_model] and out [M, d_out()] are device memory of that same context,
 // rows contiguous (strides [>= cols, 1]); launched asynchronously on Launch::stream unless
 // Launch::synchronize. forward_host: host memory, explicit copies, synchronous.
@@ -134,6 +143,7 @@ struct FfnKernelInfo {
     FfnKind kind;
     DType dtype;
     std::string form;  // "erf", "tanh", "sigmoid" or "silu" (SwiGLU)
+    Schedule schedule;  // Hand or Tuned
 };
 const std::vector<FfnKernelInfo> &ffn_kernels();
 
