@@ -14,7 +14,13 @@
 #     (m_block 0, epilogue_at -1, also for linear_gelu) are accepted by the reader and kept by
 #     the tuner when it merges into a file holding them, out-of-range values are rejected;
 #  4. configuring gelukit with -DGELUKIT_SCHEDULE_FILE=<that file> puts the knobs on the tuned
-#     libraries' generator command lines (build.ninja): the next build uses the result.
+#     libraries' generator command lines (build.ninja): the next build uses the result;
+#  5. with -DCUDA=ON (GELUKIT_CUDA builds): `gelukit_tune --target cuda --compile-only` JIT-compiles
+#     GPU candidates (hand knobs and Anderson2021) without a device; without a device a real run
+#     stops with exit status 3 and a message and writes no file (with one, it writes a valid
+#     "cuda" file); the reader takes a CUDA file's GPU knobs and refuses CPU knobs and non-CUDA
+#     names there, and GPU knobs in a CPU file; the configure of 4 with
+#     -DGELUKIT_CUDA_SCHEDULE_FILE puts the GPU knobs on the CUDA tuned libraries' command lines.
 cmake_minimum_required(VERSION 3.28)
 
 # expect(<if() condition as one string> <message>): the condition is evaluated as written.
@@ -144,7 +150,7 @@ set(want_regex_knob "is corrupt: kernel gelu_fwd_f32_erf_acc: a knob name is not
 set(body_generator "{${k}: {\"generator\": \"ffn\", \"params\": {\"m_block\": 64}}}")
 set(want_generator "is corrupt: kernel gelu_fwd_f32_erf_acc: generator 'ffn', its name says 'gelu_forward'")
 set(body_gpu_block "{${k}: {\"generator\": \"gelu_forward\", \"params\": {\"gpu_block\": 100}}}")
-set(want_gpu_block "is corrupt: kernel gelu_fwd_f32_erf_acc: gpu_block = 100 is not a multiple of 32")
+set(want_gpu_block "is corrupt: kernel gelu_fwd_f32_erf_acc: 'gpu_block' is a GPU knob; it belongs in the CUDA schedule file")
 set(want_missing "no schedule file at")
 # The FFN knobs' sentinels: epilogue_at -1 (the generator's default) is valid for linear_gelu,
 # whose only other value is 0; below -1, above 0 for linear_gelu, and m_block below 0 are not.
@@ -158,19 +164,39 @@ set(want_ffn_epilogue "is corrupt: kernel ffn_f32_erf: epilogue_at = -2 is not a
 set(kernel_ffn_m_block ffn_f32_erf)
 set(body_ffn_m_block "{\"ffn_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"m_block\": -1}}}")
 set(want_ffn_m_block "is corrupt: kernel ffn_f32_erf: m_block = -1 is not an integer in [0, 4096]")
+# CUDA files ("arch": "cuda"): GPU knobs only, CUDA kernel names (math fast for GELU).
+set(cuda_head "{\"format\": \"gelukit-schedules\", \"version\": 1, \"arch\": \"cuda\", \"kernels\": ")
+list(APPEND cases cuda_cpu_knob cuda_step cuda_name)
+set(arch_cuda_cpu_knob cuda)
+set(kernel_cuda_cpu_knob gelu_fwd_f32_erf_fast)
+set(body_cuda_cpu_knob "{\"gelu_fwd_f32_erf_fast\": {\"generator\": \"gelu_forward\", \"params\": {\"vector_multiple\": 2}}}")
+set(want_cuda_cpu_knob "is corrupt: kernel gelu_fwd_f32_erf_fast: 'vector_multiple' is a CPU knob; it belongs in the CPU schedule file")
+set(arch_cuda_step cuda)
+set(kernel_cuda_step ffn_f32_erf)
+set(body_cuda_step "{\"ffn_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"gpu_rows\": 20}}}")
+set(want_cuda_step "is corrupt: kernel ffn_f32_erf: gpu_rows = 20 is not a multiple of 8")
+set(arch_cuda_name cuda)
+set(body_cuda_name "{${k}: {\"generator\": \"gelu_forward\", \"params\": {\"gpu_block\": 128}}}")
+set(want_cuda_name "is corrupt: kernel gelu_fwd_f32_erf_acc: not a CUDA kernel name")
 foreach (case IN LISTS cases)
     set(want "${want_${case}}")
     set(kernel gelu_fwd_f32_erf_acc)
     if (DEFINED kernel_${case})
         set(kernel ${kernel_${case}})
     endif ()
+    set(case_arch "${ARCH}")
+    set(case_head "${head}")
+    if (DEFINED arch_${case})
+        set(case_arch cuda)
+        set(case_head "${cuda_head}")
+    endif ()
     if (case STREQUAL "missing")
         file(REMOVE "${WORK}/bad.json")
     else ()
-        file(WRITE "${WORK}/bad.json" "${head}${body_${case}}}")
+        file(WRITE "${WORK}/bad.json" "${case_head}${body_${case}}}")
     endif ()
     execute_process(
-        COMMAND "${CMAKE_COMMAND}" -DSCHEDULE_FILE=${WORK}/bad.json -DARCH=${ARCH} -DKERNEL=${kernel}
+        COMMAND "${CMAKE_COMMAND}" -DSCHEDULE_FILE=${WORK}/bad.json -DARCH=${case_arch} -DKERNEL=${kernel}
                 -P "${SOURCE_DIR}/cmake/GelukitSchedules.cmake"
         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     string(REPLACE "\n" " " msg "${out} ${err}")
@@ -209,10 +235,55 @@ string(JSON gelu_entry TYPE "${sentinels_text}" kernels gelu_fwd_f32_erf_acc)
 expect("gelu_entry STREQUAL \"OBJECT\"" "the new GELU result was not merged next to the stored entries")
 expect("lg_epilogue EQUAL -1 AND ffn_m_block EQUAL 0" "stored sentinels changed: epilogue_at ${lg_epilogue}, m_block ${ffn_m_block}")
 
+# 5 (CUDA, before the configure of 4, which also reads the CUDA file written here).
+set(cuda_file "${WORK}/cuda.json")
+set(cuda_args "")
+if (CUDA)
+    # 5a: GPU candidates compile without a device: 2 x 2 GELU hand points + Anderson2021, 2 FFN
+    # block sizes + Anderson2021.
+    execute_process(
+        COMMAND "${TUNE}" --target cuda --compile-only --kernel gelu_fwd_f32_erf_fast --kernel ffn_f32_erf
+                --space gpu_block=128,512 --space gpu_elems=2,8 --space gpu_rows=32,128
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    expect("rc EQUAL 0" "compiling the CUDA candidates failed (${rc}): ${out} ${err}")
+    string(FIND "${out}" "compile-only: 8 compiled, 0 refused by the generator, 0 failed" pos)
+    expect("pos GREATER -1" "not every CUDA candidate compiled: ${out} ${err}")
+    # 5b: a real run: without a device, exit status 3, a message, no file.
+    execute_process(
+        COMMAND "${TUNE}" --target cuda --kernel gelu_fwd_f32_erf_fast --trials 2 --budget-s 30 --repetitions 3
+                --space gpu_block=128 --space gpu_elems=4,8 --out "${WORK}/cuda_run.json"
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if (rc EQUAL 3)
+        string(FIND "${err}" "--target cuda needs a CUDA device, and none is usable here" pos)
+        expect("pos GREATER -1" "no clear message without a CUDA device: ${err}")
+        expect("NOT EXISTS \"${WORK}/cuda_run.json\"" "a schedule file was written without a device")
+        message(STATUS "gelukit_tune test: no CUDA device here; --target cuda stopped with its message")
+    else ()
+        expect("rc EQUAL 0" "gelukit_tune --target cuda failed (${rc}): ${err}")
+        file(READ "${WORK}/cuda_run.json" run_text)
+        string(JSON run_arch GET "${run_text}" arch)
+        string(JSON run_block GET "${run_text}" kernels gelu_fwd_f32_erf_fast params gpu_block)
+        expect("run_arch STREQUAL \"cuda\" AND run_block EQUAL 128" "the CUDA run wrote arch ${run_arch}, gpu_block ${run_block}")
+        message(STATUS "gelukit_tune test: a CUDA device is present; the tuner ran on it: ${out}")
+    endif ()
+    # 5c: the reader takes a CUDA file's GPU knobs.
+    file(WRITE "${cuda_file}" "${cuda_head}{\"gelu_fwd_f32_erf_fast\": {\"generator\": \"gelu_forward\", \"params\": {\"gpu_block\": 512, \"gpu_elems\": 8}}, \"ffn_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"gpu_rows\": 32}}}}")
+    gelukit_load_schedule_file("${cuda_file}" cuda)
+    gelukit_schedule_params(gelu_fwd_f32_erf_fast cuda_gelu_knobs cuda)
+    gelukit_schedule_params(ffn_f32_erf cuda_ffn_knobs cuda)
+    gelukit_schedule_params(gelu_fwd_f32_erf_acc cpu_after_cuda)
+    expect("cuda_gelu_knobs STREQUAL \"gpu_block=512;gpu_elems=8\" AND cuda_ffn_knobs STREQUAL \"gpu_rows=32\""
+           "the reader returned CUDA knobs '${cuda_gelu_knobs}' / '${cuda_ffn_knobs}'")
+    expect("cpu_after_cuda STREQUAL \"\"" "loading the CUDA file changed the CPU answers: '${cpu_after_cuda}'")
+    # The configure of 4 builds the CUDA rows too (CONFIGURE_ARGS turns them off otherwise).
+    list(REMOVE_ITEM CONFIGURE_ARGS -DGELUKIT_CUDA=OFF)
+    set(cuda_args -DGELUKIT_CUDA=ON -DGELUKIT_CUDA_SCHEDULE_FILE=${cuda_file})
+endif ()
+
 # 4: a configure of gelukit with this file.
 execute_process(
     COMMAND "${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK}/configure" -G Ninja
-            -DGELUKIT_SCHEDULE_FILE=${file} ${CONFIGURE_ARGS}
+            -DGELUKIT_SCHEDULE_FILE=${file} ${cuda_args} ${CONFIGURE_ARGS}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 expect("rc EQUAL 0" "configuring gelukit with the tuned file failed: ${out} ${err}")
 string(FIND "${out}" "gelukit: 3 tuned kernel(s) from ${file}" pos)
@@ -237,4 +308,19 @@ expect("pos GREATER -1" "linear_gelu_f32_erf_tuned (pack_weights=0) is not regis
 string(JSON ffn_pack GET "${text}" kernels ffn_f32_erf params pack_weights)
 string(FIND "${inc}" "GELUKIT_FFN_KERNEL(ffn_f32_erf_tuned, ffn, f32, erf, tuned, ${ffn_pack})" pos)
 expect("pos GREATER -1" "ffn_f32_erf_tuned (pack_weights=${ffn_pack}) is registered with another layout: ${inc}")
+if (CUDA)
+    string(FIND "${out}" "gelukit: 2 tuned kernel(s) from ${cuda_file}" pos)
+    expect("pos GREATER -1" "the configure did not report the CUDA file: ${out}")
+    string(REGEX MATCH "-f cuda_gelu_fwd_f32_erf_tuned[^\n]*" cuda_gelu_cmd "${ninja}")
+    string(REGEX MATCH "-f cuda_ffn_f32_erf_tuned[^\n]*" cuda_ffn_cmd "${ninja}")
+    foreach (pair IN ITEMS gpu_block=512 gpu_elems=8)
+        string(FIND "${cuda_gelu_cmd}" " ${pair}" pos)
+        expect("pos GREATER -1" "cuda_gelu_fwd_f32_erf_tuned is not generated with ${pair}: ${cuda_gelu_cmd}")
+    endforeach ()
+    string(FIND "${cuda_ffn_cmd}" " gpu_rows=32" pos)
+    expect("pos GREATER -1" "cuda_ffn_f32_erf_tuned is not generated with gpu_rows=32: ${cuda_ffn_cmd}")
+    file(READ "${WORK}/configure/include/gelukit/generated/cuda_ffn_kernels.inc" cuda_inc)
+    string(FIND "${cuda_inc}" "GELUKIT_CUDA_FFN_KERNEL(cuda_ffn_f32_erf_tuned, ffn, f32, erf, tuned)" pos)
+    expect("pos GREATER -1" "cuda_ffn_f32_erf_tuned is not registered: ${cuda_inc}")
+endif ()
 message(STATUS "gelukit_tune test: GELU knobs ${gelu_words}, FFN knobs ${ffn_words}; the build uses them")
