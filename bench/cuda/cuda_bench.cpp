@@ -136,6 +136,7 @@ void BM_cuda_gelu(benchmark::State &state, gc::KernelInfo k) {
     Stream st;
     gc::GeluOptions o;
     o.form = k.form;
+    o.schedule = k.schedule;
     auto view = [&](const DeviceArray &a) { return TensorView::contiguous(a.ptr, k.dtype, {n}); };
     auto call = [&] {
         if (k.direction == gelukit::Direction::Forward) {

@@ -6,8 +6,7 @@
 #   2. runs the CUDA tests (gtest filter Cuda*, every CUDA kernel against the double reference)
 #      and the ctest CUDA checks (PTX: device code, no f64, ptxas sm_80/sm_90; G42 target check);
 #   3. runs gelukit_cuda_bench (GELU vs device-to-device copy of the same bytes; FFN as cuBLAS
-#      SGEMM + gelukit CUDA GELU + SGEMM) and prints one table;
-#   4. with GELUKIT_DEVICE_TUNE=1, runs the CUDA tuner (gelukit_tune --target cuda; see below).
+#      SGEMM + gelukit CUDA GELU + SGEMM) and prints one table.
 # Budget: under 5 minutes on a GPU machine with 16 cores when build/ is already built (a build
 # from scratch adds the CPU kernel libraries: ~2-3 minutes on 16 cores).
 # Exit status: 0 when the tests passed and the benchmark ran; 2 when no usable CUDA device was
@@ -24,18 +23,8 @@
 # writes its raw files under DIR/device_check/ (or $GELUKIT_DEVICE_CHECK_OUT when set).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-prebuilt=""
-case "${1:-}" in
-    "") ;;
-    --prebuilt)
-        [ -n "${2:-}" ] || { echo "device_check: --prebuilt needs a directory" >&2; exit 1; }
-        prebuilt="$(cd "$2" && pwd)" || exit 1  # relative to the caller's directory
-        ;;
-    *)
-        echo "device_check: unknown argument '$1' (usage: device_check.sh [--prebuilt DIR])" >&2
-        exit 1
-        ;;
-esac
+. "$root/bench/cuda/prebuilt_arg.sh"
+gelukit_prebuilt_arg device_check "$@"
 cd "$root"
 out="${GELUKIT_DEVICE_CHECK_OUT:-$root/build/device_check}"
 [ -z "$prebuilt" ] || out="${GELUKIT_DEVICE_CHECK_OUT:-$prebuilt/device_check}"
@@ -72,9 +61,7 @@ mkdir -p "$out" || exit 1
 if [ -z "$prebuilt" ]; then
     echo "== build (jobs: $jobs)"
     [ -f build/build.ninja ] || cmake --preset default -DGELUKIT_CUDA=ON > /dev/null || exit 1
-    targets=(gelukit_tests gelukit_cuda_bench)
-    [ "${GELUKIT_DEVICE_TUNE:-0}" != 1 ] || targets+=(gelukit_tune)
-    if ! cmake --build build -j "$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; then
+    if ! cmake --build build -j "$jobs" --target gelukit_tests gelukit_cuda_bench > "$out/build.log" 2>&1; then
         tail -30 "$out/build.log"
         echo "device_check: build failed (log: $out/build.log)" >&2
         exit 1
@@ -123,27 +110,6 @@ echo "== benchmark"
 bench_rc=$?
 [ $bench_rc -eq 0 ] || { cat "$out/bench.log" >&2; }
 
-# 4. (optional, GELUKIT_DEVICE_TUNE=1) the CUDA tuning loop of issue 5: gelukit_tune --target cuda
-# searches the GPU knobs (gpu_block, gpu_elems; gpu_rows of the FFN) of the GELUKIT_CUDA_TUNED_*
-# rows plus Anderson2021 on this GPU and writes $out/cuda.json; copy it to
-# generators/schedules/cuda.json (or pass -DGELUKIT_CUDA_SCHEDULE_FILE=...) and rebuild to ship
-# the *_tuned kernels. Needs libHalide (it JIT-compiles every candidate), so not in prebuilt mode.
-# Budget: GELUKIT_DEVICE_TUNE_TRIALS (12) candidates and GELUKIT_DEVICE_TUNE_BUDGET_S (30) s per
-# kernel, 4 kernels: ~2-4 minutes.
-tune_rc=0
-if [ "${GELUKIT_DEVICE_TUNE:-0}" = 1 ]; then
-    if [ -n "$prebuilt" ]; then
-        echo "(prebuilt: GELUKIT_DEVICE_TUNE needs libHalide for its JIT; not run)"
-    else
-        echo "== gelukit_tune --target cuda (writes $out/cuda.json)"
-        build/bench/tune/gelukit_tune --target cuda --trials "${GELUKIT_DEVICE_TUNE_TRIALS:-12}" \
-            --budget-s "${GELUKIT_DEVICE_TUNE_BUDGET_S:-30}" --out "$out/cuda.json" > "$out/tune.log" 2>&1
-        tune_rc=$?
-        grep -E '^\|' "$out/tune.log" || tail -20 "$out/tune.log"
-        [ $tune_rc -eq 0 ] || echo "device_check: gelukit_tune failed (rc $tune_rc, log: $out/tune.log)" >&2
-    fi
-fi
-
 python3 - "$out/bench.json" "$out/tests.xml" "$tests_rc" "$ctest_rc" "$build_s" "$start" <<'EOF'
 import json, sys, time, re, xml.etree.ElementTree as ET
 bench_path, tests_path, tests_rc, ctest_rc, build_s, start = sys.argv[1:]
@@ -183,7 +149,7 @@ for r in rows:
     print(f"{r['name']:58} {r['real_time']:10.1f} {gbs:8.1f} {pct:>9} {gf:>8}")
 print(f"total wall time {int(time.time()) - int(start)} s")
 EOF
-if [ $tests_rc -ne 0 ] || { [ "$ctest_rc" != "not run" ] && [ "$ctest_rc" -ne 0 ]; } || [ $bench_rc -ne 0 ] || [ $tune_rc -ne 0 ]; then
+if [ $tests_rc -ne 0 ] || { [ "$ctest_rc" != "not run" ] && [ "$ctest_rc" -ne 0 ]; } || [ $bench_rc -ne 0 ]; then
     exit 1
 fi
 exit 0

@@ -178,6 +178,12 @@ set(want_cuda_step "is corrupt: kernel ffn_f32_erf: gpu_rows = 20 is not a multi
 set(arch_cuda_name cuda)
 set(body_cuda_name "{${k}: {\"generator\": \"gelu_forward\", \"params\": {\"gpu_block\": 128}}}")
 set(want_cuda_name "is corrupt: kernel gelu_fwd_f32_erf_acc: not a CUDA kernel name")
+# A name of the right shape that is no CUDA row (SwiGLU has only SiLU).
+list(APPEND cases cuda_row)
+set(arch_cuda_row cuda)
+set(kernel_cuda_row swiglu_f32_erf)
+set(body_cuda_row "{\"swiglu_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"gpu_rows\": 32}}}")
+set(want_cuda_row "is corrupt: kernel swiglu_f32_erf: not a CUDA kernel name")
 foreach (case IN LISTS cases)
     set(want "${want_${case}}")
     set(kernel gelu_fwd_f32_erf_acc)
@@ -248,10 +254,22 @@ if (CUDA)
     expect("rc EQUAL 0" "compiling the CUDA candidates failed (${rc}): ${out} ${err}")
     string(FIND "${out}" "compile-only: 8 compiled, 0 refused by the generator, 0 failed" pos)
     expect("pos GREATER -1" "not every CUDA candidate compiled: ${out} ${err}")
-    # 5b: a real run: without a device, exit status 3, a message, no file.
+    # 5b: the other target's file as --out is refused before anything runs, and left as it was.
+    file(READ "${file}" cpu_before)
+    file(READ "${file}.corrupt" corrupt_before)  # step 1's
     execute_process(
-        COMMAND "${TUNE}" --target cuda --kernel gelu_fwd_f32_erf_fast --trials 2 --budget-s 30 --repetitions 3
-                --space gpu_block=128 --space gpu_elems=4,8 --out "${WORK}/cuda_run.json"
+        COMMAND "${TUNE}" --target cuda --kernel gelu_fwd_f32_erf_fast --out "${file}"
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    file(READ "${file}" cpu_after)
+    file(READ "${file}.corrupt" corrupt_after)
+    string(FIND "${err}" "is the schedule file of \"${ARCH}\", not of \"cuda\"" pos)
+    expect("rc EQUAL 2 AND pos GREATER -1" "--target cuda with the CPU file as --out was not refused (${rc}): ${err}")
+    expect("cpu_before STREQUAL cpu_after AND corrupt_before STREQUAL corrupt_after" "--target cuda touched the CPU file")
+    # 5c: a real run: without a device, exit status 3, a message, no file; with one, a valid
+    # CUDA file (either block size may win: 128 and 256 threads are within a few % on an H200).
+    execute_process(
+        COMMAND "${TUNE}" --target cuda --kernel gelu_fwd_f32_erf_fast --trials 2 --budget-s 30 --repetitions 6
+                --gelu-n 1048576 --space gpu_block=128,256 --space gpu_elems=4 --out "${WORK}/cuda_run.json"
         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     if (rc EQUAL 3)
         string(FIND "${err}" "--target cuda needs a CUDA device, and none is usable here" pos)
@@ -263,18 +281,23 @@ if (CUDA)
         file(READ "${WORK}/cuda_run.json" run_text)
         string(JSON run_arch GET "${run_text}" arch)
         string(JSON run_block GET "${run_text}" kernels gelu_fwd_f32_erf_fast params gpu_block)
-        expect("run_arch STREQUAL \"cuda\" AND run_block EQUAL 128" "the CUDA run wrote arch ${run_arch}, gpu_block ${run_block}")
+        string(JSON run_discarded GET "${run_text}" kernels gelu_fwd_f32_erf_fast measured discarded)
+        expect("run_arch STREQUAL \"cuda\" AND (run_block EQUAL 128 OR run_block EQUAL 256)"
+               "the CUDA run wrote arch ${run_arch}, gpu_block ${run_block}")
+        expect("run_discarded EQUAL 0" "the CUDA run discarded ${run_discarded} candidate(s) as wrong: ${err}")
         message(STATUS "gelukit_tune test: a CUDA device is present; the tuner ran on it: ${out}")
     endif ()
-    # 5c: the reader takes a CUDA file's GPU knobs.
+    # 5d: the reader takes a CUDA file's GPU knobs, and the CPU answers stay as they were.
+    gelukit_schedule_params(ffn_f32_erf cpu_before_cuda)
     file(WRITE "${cuda_file}" "${cuda_head}{\"gelu_fwd_f32_erf_fast\": {\"generator\": \"gelu_forward\", \"params\": {\"gpu_block\": 512, \"gpu_elems\": 8}}, \"ffn_f32_erf\": {\"generator\": \"ffn\", \"params\": {\"gpu_rows\": 32}}}}")
     gelukit_load_schedule_file("${cuda_file}" cuda)
     gelukit_schedule_params(gelu_fwd_f32_erf_fast cuda_gelu_knobs cuda)
     gelukit_schedule_params(ffn_f32_erf cuda_ffn_knobs cuda)
-    gelukit_schedule_params(gelu_fwd_f32_erf_acc cpu_after_cuda)
+    gelukit_schedule_params(ffn_f32_erf cpu_after_cuda)
     expect("cuda_gelu_knobs STREQUAL \"gpu_block=512;gpu_elems=8\" AND cuda_ffn_knobs STREQUAL \"gpu_rows=32\""
            "the reader returned CUDA knobs '${cuda_gelu_knobs}' / '${cuda_ffn_knobs}'")
-    expect("cpu_after_cuda STREQUAL \"\"" "loading the CUDA file changed the CPU answers: '${cpu_after_cuda}'")
+    expect("NOT cpu_before_cuda STREQUAL \"\" AND cpu_before_cuda STREQUAL cpu_after_cuda"
+           "loading the CUDA file changed the CPU answer for ffn_f32_erf: '${cpu_before_cuda}' -> '${cpu_after_cuda}'")
     # The configure of 4 builds the CUDA rows too (CONFIGURE_ARGS turns them off otherwise).
     list(REMOVE_ITEM CONFIGURE_ARGS -DGELUKIT_CUDA=OFF)
     set(cuda_args -DGELUKIT_CUDA=ON -DGELUKIT_CUDA_SCHEDULE_FILE=${cuda_file})
