@@ -16,15 +16,19 @@
 # $GELUKIT_DEVICE_TUNE_OUT): cuda.json and tune.log.
 # Exit status: the tuner's (0 done; 3 no usable CUDA device, nothing written; else failed).
 set -uo pipefail
+caller="$PWD"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 . "$root/bench/cuda/prebuilt_arg.sh"
 gelukit_prebuilt_arg device_tune "$@"
 cd "$root"
+out="${GELUKIT_DEVICE_TUNE_OUT:-}"
+[ -n "$out" ] || { [ -n "$prebuilt" ] && out="$prebuilt/device_tune"; } || out="$root/build/device_tune"
+case "$out" in /*) ;; *) out="$caller/$out" ;; esac  # GELUKIT_DEVICE_TUNE_OUT: relative to the caller
+mkdir -p "$out" || exit 1
 if [ -n "$prebuilt" ]; then
-    out="${GELUKIT_DEVICE_TUNE_OUT:-$prebuilt/device_tune}"
     tune_bin="$prebuilt/gelukit_tune"
     [ -x "$tune_bin" ] || { echo "device_tune: $tune_bin is missing (pack_prebuilt.sh --tune DIR)" >&2; exit 1; }
-    if [ ! -e "$prebuilt/lib/libHalide.so" ]; then
+    if [ ! -e "$prebuilt/lib/libHalide.so" ] || [ "$prebuilt/lib/libHalide.so.xz" -nt "$prebuilt/lib/libHalide.so" ]; then
         echo "== decompressing libHalide.so"
         python3 - "$prebuilt/lib/libHalide.so.xz" "$prebuilt/lib/libHalide.so" <<'PY' || exit 1
 import lzma, os, shutil, sys
@@ -43,7 +47,6 @@ PY
     fi
     cat "$prebuilt/PROVENANCE" 2> /dev/null || echo "(no PROVENANCE file: binaries of unknown origin)"
 else
-    out="${GELUKIT_DEVICE_TUNE_OUT:-$root/build/device_tune}"
     tune_bin="$root/build/bench/tune/gelukit_tune"
     if [ -x "$root/.venv/bin/cmake" ]; then
         export PATH="$root/.venv/bin:$PATH"
@@ -51,23 +54,16 @@ else
         bash scripts/bootstrap.sh && export PATH="$root/.venv/bin:$PATH" || exit 1
     fi
     [ -f build/build.ninja ] || cmake --preset default -DGELUKIT_CUDA=ON > /dev/null || exit 1
-    mkdir -p "$out" || exit 1
     cmake --build build --target gelukit_tune > "$out/build.log" 2>&1 || {
         tail -30 "$out/build.log"
         echo "device_tune: build failed (log: $out/build.log)" >&2
         exit 1
     }
 fi
-mkdir -p "$out" || exit 1
-command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2> /dev/null
-# Anderson2021's parallelism: this GPU's SM count (H100/H200: 132; A100: 108), from
-# GELUKIT_DEVICE_TUNE_SMS, else from nvidia-smi where its version reports it, else the
-# tuner's default (108, as in the build).
+command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2> /dev/null
+# Anderson2021's parallelism: GELUKIT_DEVICE_TUNE_SMS (the GPU's SM count: H100/H200 132, A100
+# 108), else the tuner's default, 108, the value the build's anderson2021 libraries use.
 sms="${GELUKIT_DEVICE_TUNE_SMS:-}"
-if [ -z "$sms" ] && q="$(nvidia-smi --query-gpu=multiprocessor_count --format=csv,noheader -i 0 2> /dev/null)" &&
-    [[ "$q" =~ ^[0-9]+$ ]]; then
-    sms="$q"
-fi
 start=$(date +%s)
 echo "== gelukit_tune --target cuda (log: $out/tune.log)"
 "$tune_bin" --target cuda --trials "${GELUKIT_DEVICE_TUNE_TRIALS:-12}" --budget-s "${GELUKIT_DEVICE_TUNE_BUDGET_S:-30}" \

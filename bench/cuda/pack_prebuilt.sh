@@ -16,9 +16,13 @@ if [ "${1:-}" = "--tune" ]; then
     tune=1
     shift
 fi
-dir="${1:?usage: pack_prebuilt.sh [--tune] DIR}"
+if [ $# -ne 1 ] || [ "${1:0:1}" = "-" ]; then
+    echo "usage: pack_prebuilt.sh [--tune] DIR (got: $*)" >&2
+    exit 1
+fi
+dir="$1"
 mkdir -p "$dir"
-dir="$(cd "$dir" && pwd)"  # relative to the caller's directory
+dir="$(CDPATH='' cd -- "$dir" > /dev/null && pwd)"  # relative to the caller's directory
 cd "$root"
 [ -x .venv/bin/cmake ] && export PATH="$root/.venv/bin:$PATH"
 grep -q '^GELUKIT_CUDA:BOOL=ON' build/CMakeCache.txt || {

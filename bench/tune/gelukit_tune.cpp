@@ -806,17 +806,33 @@ std::string cpu_model() {
     return "unknown";
 }
 
-// The GPU the CUDA file was tuned on, as nvidia-smi names it (name, driver, compute capability
-// of device 0, the device Halide's CUDA runtime uses by default), or "unknown".
+// The GPU the CUDA file was tuned on, as nvidia-smi names it: name, driver and compute
+// capability (name and driver where nvidia-smi has no compute_cap field), or "unknown". The
+// device is HL_GPU_DEVICE, which main() pins (default 0) together with CUDA_DEVICE_ORDER =
+// PCI_BUS_ID, nvidia-smi's numbering; under CUDA_VISIBLE_DEVICES the numbers differ, so it is
+// recorded alongside.
 std::string gpu_model() {
+    const char *dev = std::getenv("HL_GPU_DEVICE");
+    const std::string index = dev && *dev ? dev : "0";
+    if (index.find_first_not_of("0123456789") != std::string::npos) return "unknown (HL_GPU_DEVICE=" + index + ")";
     std::string s;
-    if (FILE *p = popen("nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader -i 0 2>/dev/null", "r")) {
-        char buf[256];
-        while (std::fgets(buf, sizeof(buf), p)) s += buf;
-        if (pclose(p) != 0) s.clear();
+    for (const char *fields : {"name,driver_version,compute_cap", "name,driver_version"}) {
+        const std::string cmd = std::string("nvidia-smi --query-gpu=") + fields + " --format=csv,noheader -i " + index + " 2>/dev/null";
+        s.clear();
+        if (FILE *p = popen(cmd.c_str(), "r")) {
+            char buf[256];
+            while (std::fgets(buf, sizeof(buf), p)) s += buf;
+            if (pclose(p) != 0) s.clear();
+        }
+        while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+        if (!s.empty()) break;
     }
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    return s.empty() ? "unknown" : s;
+    if (s.empty()) s = "unknown";
+    s += " (device " + index + ")";
+    if (const char *visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible && *visible) {
+        s += ", CUDA_VISIBLE_DEVICES=" + std::string(visible);
+    }
+    return s;
 }
 
 std::string utc_now() {
@@ -1230,6 +1246,10 @@ int main(int argc, char **argv) {
              std::string(cuda ? GELUKIT_CUDA_SCHEDULE_FILE_DEFAULT : GELUKIT_SCHEDULE_FILE_DEFAULT) + ")");
     }
     if (cuda) {
+        // One device, named the same way by Halide's CUDA runtime (which otherwise takes the
+        // last device) and by nvidia-smi for the file's record (gpu_model).
+        setenv("HL_GPU_DEVICE", "0", /*overwrite=*/0);
+        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", /*overwrite=*/0);
         // Without a device every candidate would fail: say so once, write nothing.
         const std::string why = probe_gpu(opt.target);
         if (!why.empty()) {

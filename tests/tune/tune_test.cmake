@@ -16,7 +16,8 @@
 #  4. configuring gelukit with -DGELUKIT_SCHEDULE_FILE=<that file> puts the knobs on the tuned
 #     libraries' generator command lines (build.ninja): the next build uses the result;
 #  5. with -DCUDA=ON (GELUKIT_CUDA builds): `gelukit_tune --target cuda --compile-only` JIT-compiles
-#     GPU candidates (hand knobs and Anderson2021) without a device; without a device a real run
+#     GPU candidates (hand knobs and Anderson2021) without a device; the CPU file as its --out is
+#     refused before anything runs and left byte-identical; without a device a real run
 #     stops with exit status 3 and a message and writes no file (with one, it writes a valid
 #     "cuda" file); the reader takes a CUDA file's GPU knobs and refuses CPU knobs and non-CUDA
 #     names there, and GPU knobs in a CPU file; the configure of 4 with
@@ -258,7 +259,7 @@ if (CUDA)
     file(READ "${file}" cpu_before)
     file(READ "${file}.corrupt" corrupt_before)  # step 1's
     execute_process(
-        COMMAND "${TUNE}" --target cuda --kernel gelu_fwd_f32_erf_fast --out "${file}"
+        COMMAND "${TUNE}" --target cuda --kernel gelu_fwd_f32_erf_fast --trials 1 --budget-s 5 --out "${file}"
         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     file(READ "${file}" cpu_after)
     file(READ "${file}.corrupt" corrupt_after)
