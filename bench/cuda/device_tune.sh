@@ -74,5 +74,10 @@ if grep -E '^\|' "$out/tune.log"; then
 else
     tail -20 "$out/tune.log"
 fi
-echo "device_tune: gelukit_tune exit status $rc after $(( $(date +%s) - start )) s; file: $out/cuda.json"
+if [ -s "$out/cuda.json" ] && [ "$rc" -eq 0 ]; then
+    written="file: $out/cuda.json"
+else
+    written="no schedule file written"
+fi
+echo "device_tune: gelukit_tune exit status $rc after $(( $(date +%s) - start )) s; $written"
 exit $rc
