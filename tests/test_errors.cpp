@@ -82,6 +82,20 @@ TEST_F(Errors, BadStrides) {
     TensorView overflow = TensorView::strided(nullptr, DType::F32, {int64_t(1) << 40, int64_t(1) << 24},
                                               {int64_t(1) << 24, 1});
     expect_error([&] { gelu_forward(overflow, overflow); }, ErrorCode::TooLarge, "more than 2^62 elements");
+    // Counts below 2^62 whose byte span overflows int64 (each stride is legal): TooLarge, not a
+    // wrapped span in the overlap checks (this used to segfault in the self-overlap check).
+    float cell[16] = {};
+    TensorView wide = TensorView::strided(cell, DType::F32, {int64_t(1) << 40}, {int64_t(1) << 30});
+    expect_error([&] { gelu_forward(wide, wide); }, ErrorCode::TooLarge, "spans 2^62 bytes");
+    TensorView wide_x = TensorView::strided(cell, DType::F32, {int64_t(1) << 34}, {int64_t(1) << 30});
+    TensorView wide_y = TensorView::strided(cell + 8, DType::F32, {int64_t(1) << 34}, {int64_t(1) << 30});
+    expect_error([&] { gelu_forward(wide_x, wide_y); }, ErrorCode::TooLarge, "spans 2^62 bytes");
+    TensorView wide2 = TensorView::strided(cell, DType::F32, {(int64_t(1) << 33) + 1, 2},
+                                           {int64_t(1) << 30, (int64_t(1) << 30) + 1});
+    expect_error([&] { gelu_forward(wide2, wide2); }, ErrorCode::TooLarge, "spans 2^62 bytes");
+    // A span that would run past the end of the address space.
+    TensorView top = TensorView::strided(reinterpret_cast<void *>(~uintptr_t(0) - 64), DType::F32, {1 << 20}, {1});
+    expect_error([&] { gelu_forward(top, top); }, ErrorCode::TooLarge, "address space");
     // The stride of an extent-1 dimension is never used: any value is accepted.
     TensorView unit_dim = TensorView::strided(a.data(), DType::F32, {1, 8}, {int64_t(1) << 40, 1});
     TensorView unit_out = TensorView::contiguous(b.data(), DType::F32, {1, 8});

@@ -19,6 +19,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <ostream>
 #include <random>
 #include <string>
@@ -622,6 +623,57 @@ TEST(FfnErrors, BadArguments) {
     expect_error(ErrorCode::Unsupported, "no ffn kernel", [&] { FeedForward(w, unbuilt); });
     // An empty batch is valid and writes nothing.
     EXPECT_NO_THROW(ffn.forward(H({0, 4}), O({0, 4})));
+}
+
+// Sizes whose products overflow int64 are TooLarge before anything is allocated or packed (a
+// [4, 2^62 + 8] w1 used to wrap the packed size to 1536 bytes and write past it, or, borrowed,
+// run on 8 columns); a moved-from FeedForward is an Error; strides of extent-1 dimensions and
+// null data for an empty batch are accepted.
+TEST(FfnErrors, HugeSizesMovedFromAndUnitStrides) {
+    std::vector<float> w1(4 * 8, 0.5f), w2(4 * 4, 0.5f), h(8, 1.0f), out(8, 0.0f);
+    const int64_t huge = (int64_t(1) << 62) + 8;
+    for (bool borrow : {false, true}) {
+        FeedForwardWeights w;
+        w.w1 = TensorView::strided(w1.data(), DType::F32, {4, huge}, {huge, 1});
+        FeedForwardOptions o;
+        o.kind = FfnKind::LinearGelu, o.borrow_weights = borrow;
+        expect_error(ErrorCode::TooLarge, "44739242", [&] { FeedForward(w, o); });
+        w.w1 = TensorView::strided(w1.data(), DType::F32, {huge, 4}, {4, 1});
+        expect_error(ErrorCode::TooLarge, "44739242", [&] { FeedForward(w, o); });
+        w.w1 = TensorView::strided(w1.data(), DType::F32, {4, std::numeric_limits<int64_t>::max() - 1},
+                                   {std::numeric_limits<int64_t>::max() - 1, 1});
+        expect_error(ErrorCode::TooLarge, "too large", [&] { FeedForward(w, o); });
+    }
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(w1.data(), DType::F32, {4, 4});
+    w.w2 = TensorView::strided(w2.data(), DType::F32, {huge, 4}, {4, 1});
+    expect_error(ErrorCode::TooLarge, "w2 is", [&] { FeedForward(w, FeedForwardOptions{}); });
+
+    // Extent-1 dimensions with strides that address nothing: a [4, 1] w1 whose column stride is
+    // 16, a [1, 4] w2 with row stride 1, a single-row h and out with odd strides.
+    std::vector<float> w1c(4, 0.25f), w2r(4, 0.5f);
+    FeedForwardWeights u;
+    u.w1 = TensorView::strided(w1c.data(), DType::F32, {4, 1}, {1, 16});  // d_ff 4, d_model 1
+    u.w2 = TensorView::strided(w2r.data(), DType::F32, {1, 4}, {1, 1});   // d_out 1
+    FeedForward narrow(u, FeedForwardOptions{});
+    float h1 = 2.0f, y1 = -1.0f;
+    narrow.forward(TensorView::strided(&h1, DType::F32, {1, 1}, {7, 5}), TensorView::strided(&y1, DType::F32, {1, 1}, {0, 3}));
+    // out = sum_f 0.5 * GELU(0.25 * 2) = 4 * 0.5 * 0.5 * Phi(0.5) (Phi(0.5) = 0.691462461274013).
+    EXPECT_NEAR(y1, 4 * 0.5 * 0.5 * 0.691462461274013, 1e-6);
+    // An empty batch does nothing, with or without data.
+    EXPECT_NO_THROW(narrow.forward(TensorView::strided(nullptr, DType::F32, {0, 1}, {1, 1}),
+                                   TensorView::strided(nullptr, DType::F32, {0, 1}, {1, 1})));
+    expect_error(ErrorCode::InvalidArgument, "h is null", [&] {
+        narrow.forward(TensorView::strided(nullptr, DType::F32, {1, 1}, {1, 1}), TensorView::strided(&y1, DType::F32, {1, 1}, {1, 1}));
+    });
+
+    FeedForward moved_to(std::move(narrow));
+    EXPECT_EQ(moved_to.d_model(), 1);
+    expect_error(ErrorCode::InvalidArgument, "moved from", [&] { (void)narrow.d_model(); });
+    expect_error(ErrorCode::InvalidArgument, "moved from", [&] { (void)narrow.kernel_name(); });
+    expect_error(ErrorCode::InvalidArgument, "moved from", [&] {
+        narrow.forward(TensorView::contiguous(&h1, DType::F32, {1, 1}), TensorView::contiguous(&y1, DType::F32, {1, 1}));
+    });
 }
 
 // borrow_weights: the unpacked kernel reads the caller's matrices on every call (changing them

@@ -103,6 +103,10 @@ std::pair<const uint8_t *, const uint8_t *> byte_range(const void *data, int64_t
 }
 
 constexpr int64_t kMaxDim = INT32_MAX;
+// Largest d_model / d_ff: a packed panel is kPanel x (K rounded up to a pair) elements, and the
+// stride between panels must fit Halide's int32 (2 * 22,369,621 * 48 <= 2^31 - 1). Checked on each
+// extent before any product of extents is formed, so no product can overflow int64.
+constexpr int64_t kMaxFeatures = 44739242;
 // The Adams2019 FFN libraries are scheduled for the BERT-base estimate (generators/ffn_generator.cpp
 // set_estimates: 512 tokens, 768 / 3072 features); none of their tiles is larger.
 constexpr int64_t kAutoschedMinRows = 512, kAutoschedMinCols = 3072;
@@ -144,7 +148,8 @@ void check_matrix(const char *what, const TensorView &t, DType dt, int64_t rows,
                                                     ", expected shape [" + std::to_string(rows) + "," +
                                                     std::to_string(cols) + "]");
     }
-    if (t.strides[1] != 1 || t.strides[0] != cols) {
+    // (The stride of an extent-1 dimension addresses nothing: any value is accepted there.)
+    if ((cols > 1 && t.strides[1] != 1) || (rows > 1 && t.strides[0] != cols)) {
         throw Error(ErrorCode::InvalidArgument, std::string("FeedForward: ") + what + " is " + t.describe() +
                                                     ": weights must be dense row-major (PyTorch nn.Linear layout)");
     }
@@ -318,8 +323,8 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
     }
     // Halide strides are int32: a packed panel holds kPanel x (padded K) elements, and the
     // stride between panels must fit (d_model, d_ff <= 44,739,242 after padding).
-    if (ceil_div(im.d_model, 2) * 2 * kPanel > kMaxDim || ceil_div(im.d_ff, kPanel) * kPanel * kPanel > kMaxDim ||
-        im.d_ff * im.d_model > (int64_t(1) << 40)) {
+    if (im.d_model > kMaxFeatures || im.d_ff > kMaxFeatures || ceil_div(im.d_model, 2) * 2 * kPanel > kMaxDim ||
+        ceil_div(im.d_ff, kPanel) * kPanel * kPanel > kMaxDim || im.d_ff * im.d_model > (int64_t(1) << 40)) {
         throw Error(ErrorCode::TooLarge, "FeedForward: w1 is " + w.w1.describe() +
                                              ": too large (d_model and d_ff must be <= 44739242, d_model * d_ff "
                                              "<= 2^40)");
@@ -363,8 +368,10 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
                                                         (w.w2.data ? w.w2.describe() : std::string("null")) + ")");
         }
         im.d_out2 = w.w2.shape[0];
-        if (ceil_div(im.d_out2, kPanel) > kMaxDim || im.d_out2 * im.d_ff > (int64_t(1) << 40)) {
-            throw Error(ErrorCode::TooLarge, "FeedForward: w2 is " + w.w2.describe() + ": too large");
+        // d_out is an output extent (int32 in Halide); with it bounded, d_out * d_ff cannot overflow.
+        if (im.d_out2 > kMaxDim || im.d_out2 * im.d_ff > (int64_t(1) << 40)) {
+            throw Error(ErrorCode::TooLarge, "FeedForward: w2 is " + w.w2.describe() +
+                                                 ": too large (d_out must be <= 2^31 - 1, d_out * d_ff <= 2^40)");
         }
         check_matrix("w2", w.w2, dt, im.d_out2, im.d_ff);
         if (w.b2.data != nullptr) {
@@ -386,29 +393,59 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
     }
 }
 
+namespace {
+// Every public member goes through this: a moved-from FeedForward has no Impl. (A template, so
+// that the private Impl type is deduced rather than named.)
+template <class ImplT>
+const ImplT &live(const std::unique_ptr<ImplT> &impl, const char *fn) {
+    if (!impl) {
+        throw Error(ErrorCode::InvalidArgument,
+                    std::string("FeedForward::") + fn + ": this object was moved from; use the one it was moved to");
+    }
+    return *impl;
+}
+
+// h or out with the strides of its extent-1 dimensions made canonical (a single row at row
+// stride = its length, a single column at stride 1): such strides address nothing, so any value
+// is accepted (as the GELU calls do), and the checks and buffers below see the dense layout.
+TensorView canonical_rows(const TensorView &t) {
+    TensorView c = t;
+    if (c.rank == 2) {
+        if (c.shape[1] <= 1) {
+            c.strides[1] = 1;
+        }
+        if (c.shape[0] <= 1) {
+            c.strides[0] = c.shape[1];
+        }
+    }
+    return c;
+}
+}  // namespace
+
 FeedForward::~FeedForward() = default;
 FeedForward::FeedForward(FeedForward &&) noexcept = default;
 FeedForward &FeedForward::operator=(FeedForward &&) noexcept = default;
 
 int64_t FeedForward::d_model() const {
-    return impl_->d_model;
+    return live(impl_, "d_model").d_model;
 }
 int64_t FeedForward::d_ff() const {
-    return impl_->d_ff;
+    return live(impl_, "d_ff").d_ff;
 }
 int64_t FeedForward::d_out() const {
-    return impl_->d_out();
+    return live(impl_, "d_out").d_out();
 }
 const FeedForwardOptions &FeedForward::options() const {
-    return impl_->options;
+    return live(impl_, "options").options;
 }
 const std::string &FeedForward::kernel_name() const {
-    return impl_->kernel->info.name;
+    return live(impl_, "kernel_name").kernel->info.name;
 }
 double FeedForward::flops_per_row() const {
-    const double first = 2.0 * double(impl_->d_model) * double(impl_->d_ff);
-    const double second = 2.0 * double(impl_->d_ff) * double(impl_->d_out2);
-    switch (impl_->options.kind) {
+    const Impl &im = live(impl_, "flops_per_row");
+    const double first = 2.0 * double(im.d_model) * double(im.d_ff);
+    const double second = 2.0 * double(im.d_ff) * double(im.d_out2);
+    switch (im.options.kind) {
     case FfnKind::LinearGelu:
         return first;
     case FfnKind::Ffn:
@@ -418,12 +455,14 @@ double FeedForward::flops_per_row() const {
     }
 }
 
-void FeedForward::forward(const TensorView &h, const TensorView &out) const {
-    const Impl &im = *impl_;
+void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) const {
+    const Impl &im = live(impl_, "forward");
     const DType dt = im.options.dtype;
     const int64_t d_out = im.d_out();
     auto bad = [&](const std::string &msg) { return Error(ErrorCode::InvalidArgument, "FeedForward::forward: " + msg); };
-    if (h.data == nullptr || out.data == nullptr) {
+    const TensorView h = canonical_rows(h_view), out = canonical_rows(out_view);
+    // Null data is refused unless h is an empty batch ([0, d_model]: nothing is read or written).
+    if ((h.data == nullptr || out.data == nullptr) && !(h.rank == 2 && h.shape[0] == 0)) {
         throw bad(std::string(h.data == nullptr ? "h" : "out") + " is null");
     }
     if (h.dtype != dt || out.dtype != dt) {
@@ -441,6 +480,7 @@ void FeedForward::forward(const TensorView &h, const TensorView &out) const {
     if (M < 0) {
         throw bad("h is " + h.describe() + ": negative number of rows");
     }
+
     if (M > kMaxDim) {
         throw Error(ErrorCode::TooLarge, "FeedForward::forward: M = " + std::to_string(M) + " exceeds 2^31 - 1");
     }

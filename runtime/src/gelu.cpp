@@ -101,6 +101,28 @@ void validate_view(const char *fn, const Operand &op) {
     if (v.numel() > 0 && v.data == nullptr) {
         throw Error(ErrorCode::InvalidArgument, where + ": null data pointer for " + v.describe());
     }
+    // The bytes the view spans, from its first element to past its last: sum (extent-1) * stride,
+    // plus one, times the element size. Each term is below 2^62 * 2^31, so it is computed with
+    // overflow checks: a wrapped span would let the overlap checks below (and the kernel) run on
+    // wrapped addresses. 2^62 bytes is far beyond any address space, so the limit refuses nothing
+    // real.
+    if (count > 0) {
+        int64_t last = 0, bytes = 0;
+        bool overflow = false;
+        for (int d = 0; d < v.rank && !overflow; d++) {
+            int64_t step = 0;
+            overflow = __builtin_mul_overflow(v.shape[d] - 1, v.strides[d] > 0 ? v.strides[d] : 0, &step) ||
+                       __builtin_add_overflow(last, step, &last);
+        }
+        overflow = overflow || __builtin_add_overflow(last, int64_t(1), &last) ||
+                   __builtin_mul_overflow(last, int64_t(dtype_size(v.dtype)), &bytes) ||
+                   bytes > (int64_t(1) << 62) ||
+                   reinterpret_cast<uintptr_t>(v.data) > std::numeric_limits<uintptr_t>::max() - uintptr_t(bytes);
+        if (overflow) {
+            throw Error(ErrorCode::TooLarge, where + ": spans 2^62 bytes or more, or past the end of the address space (" +
+                                                 v.describe() + ")");
+        }
+    }
     if (op.is_output) {
         detail::check_output_not_self_overlapping(where, v);
     }

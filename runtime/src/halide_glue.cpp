@@ -305,7 +305,11 @@ void ensure_initialized() {
             try {
                 g_max_isa.store(static_cast<int>(isa_from_name(env)));
             } catch (const Error &e) {
-                throw Error(ErrorCode::InvalidArgument, std::string("environment variable GELUKIT_MAX_ISA: ") + e.what());
+                // (e.what() already starts with "gelukit: ", which the new Error adds again.)
+                const std::string inner = e.what();
+                throw Error(ErrorCode::InvalidArgument,
+                            "environment variable GELUKIT_MAX_ISA: " +
+                                (inner.rfind("gelukit: ", 0) == 0 ? inner.substr(9) : inner));
             }
         }
     });

@@ -1,6 +1,7 @@
 // Safetensors reader (see gelukit/safetensors.h for the format and the checks made).
 #include "gelukit/safetensors.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +58,23 @@ bool to_gelukit_dtype(const std::string &dt, DType *out) {
     return true;
 }
 
+// A shape for messages: at most the first 8 extents (a hostile header can hold millions).
+std::string shape_text(const std::vector<int64_t> &shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size() && i < 8; i++) {
+        s += (i ? ", " : "") + std::to_string(shape[i]);
+    }
+    if (shape.size() > 8) {
+        s += ", ... (" + std::to_string(shape.size()) + " entries)";
+    }
+    return s + "]";
+}
+
+// A name for messages, cut at 200 bytes.
+std::string name_text(const std::string &name) {
+    return name.size() <= 200 ? name : name.substr(0, 200) + "...";
+}
+
 bool host_is_little_endian() {
     const uint16_t one = 1;
     unsigned char b;
@@ -84,7 +102,7 @@ struct SafeTensorsFile::Impl {
         throw Error(ErrorCode::InvalidArgument, "SafeTensorsFile: " + path + ": " + what);
     }
     [[noreturn]] void fail(const std::string &name, const std::string &what) const {
-        fail("tensor \"" + name + "\": " + what);
+        fail("tensor \"" + name_text(name) + "\": " + what);
     }
     const Entry &find(const std::string &name) const {
         auto it = entries.find(name);
@@ -96,7 +114,21 @@ struct SafeTensorsFile::Impl {
 
     void read_file();
     void parse_entry(const std::string &name, const nlohmann::json &value);
+    void check_coverage() const;
 };
+
+namespace {
+// Every public member goes through this: a moved-from SafeTensorsFile has no Impl. (A template,
+// so that the private Impl type is deduced rather than named.)
+template <class ImplT>
+const ImplT &live(const std::unique_ptr<ImplT> &impl, const char *fn) {
+    if (!impl) {
+        throw Error(ErrorCode::InvalidArgument,
+                    std::string("SafeTensorsFile::") + fn + ": this object was moved from; use the one it was moved to");
+    }
+    return *impl;
+}
+}  // namespace
 
 void SafeTensorsFile::Impl::read_file() {
     std::FILE *f = std::fopen(path.c_str(), "rb");
@@ -137,11 +169,26 @@ void SafeTensorsFile::Impl::read_file() {
         fail("cannot read the " + std::to_string(data_size) + "-byte data section");
     }
 
+    // nlohmann::json keeps the last of two equal keys silently; the callback sees every key of
+    // the top-level object (depth 1) as it is parsed, so a duplicate tensor name is refused (which
+    // of two entries would be "the" tensor is not defined by the format).
     nlohmann::json j;
+    std::string duplicate;
+    std::map<std::string, int> seen;
+    auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+        if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string() &&
+            seen[parsed.get<std::string>()]++ == 1 && duplicate.empty()) {
+            duplicate = parsed.get<std::string>();
+        }
+        return true;
+    };
     try {
-        j = nlohmann::json::parse(header);
+        j = nlohmann::json::parse(header, on_event);
     } catch (const nlohmann::json::exception &e) {
         fail(std::string("header is not valid JSON: ") + e.what());
+    }
+    if (!duplicate.empty()) {
+        fail("header names \"" + name_text(duplicate) + "\" more than once");
     }
     if (!j.is_object()) {
         fail("header is not a JSON object");
@@ -150,6 +197,38 @@ void SafeTensorsFile::Impl::read_file() {
         if (it.key() != "__metadata__") {
             parse_entry(it.key(), it.value());
         }
+    }
+    check_coverage();
+}
+
+// The format requires the data section to be "entirely indexed" without holes or overlaps (the
+// reference implementation, huggingface/safetensors, refuses both: a hole can hide a second file
+// inside the first, and an overlap makes two tensors alias). Sorted by offset, each tensor must
+// start where the previous one ended, the first at 0, and the last must end at the end of the
+// file. (Zero-byte tensors sit at any boundary.)
+void SafeTensorsFile::Impl::check_coverage() const {
+    std::vector<std::pair<std::pair<uint64_t, uint64_t>, const std::string *>> ranges;
+    for (const auto &kv : entries) {
+        ranges.push_back({{kv.second.begin, kv.second.end}, &kv.first});
+    }
+    std::sort(ranges.begin(), ranges.end());
+    uint64_t covered = 0;
+    for (const auto &r : ranges) {
+        const uint64_t begin = r.first.first, end = r.first.second;
+        if (begin > covered) {
+            fail(*r.second, "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                "] leave bytes [" + std::to_string(covered) + ", " + std::to_string(begin) +
+                                ") of the data section unused (the format allows no holes)");
+        }
+        if (begin < covered) {
+            fail(*r.second, "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                "] overlap another tensor's bytes (which end at " + std::to_string(covered) + ")");
+        }
+        covered = end;
+    }
+    if (covered != data_size) {
+        fail("the tensors cover " + std::to_string(covered) + " of the " + std::to_string(data_size) +
+             " bytes of the data section (the format allows no trailing bytes)");
     }
 }
 
@@ -175,18 +254,30 @@ void SafeTensorsFile::Impl::parse_entry(const std::string &name, const nlohmann:
     }
     Entry e;
     e.dtype = dt->get<std::string>();
+    // (The shape is described by index, never dumped: a hostile header can nest arrays deeply
+    // enough that nlohmann's recursive dump() overflows the stack.)
+    for (std::size_t i = 0; i < sh->size(); i++) {
+        const nlohmann::json &d = (*sh)[i];
+        if (!non_negative_int(d) || d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+            fail(name, "shape entry " + std::to_string(i) + " is not an integer in [0, 2^63) (JSON " +
+                           d.type_name() + ")");
+        }
+        e.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
+    }
+    // numel, in uint64; more than 2^64 only counts if no extent is 0 (a zero extent anywhere
+    // makes an empty tensor, whatever the others are).
     uint64_t numel = 1;
     bool overflow = false;
-    for (const auto &d : *sh) {
-        if (!non_negative_int(d) || d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-            fail(name, "shape " + sh->dump() + " has an entry that is not a non-negative integer");
+    for (int64_t extent : e.shape) {
+        if (extent == 0) {
+            numel = 0;
+            overflow = false;
+            break;
         }
-        const uint64_t extent = d.get<uint64_t>();
-        e.shape.push_back(static_cast<int64_t>(extent));
-        if (extent != 0 && numel > std::numeric_limits<uint64_t>::max() / extent) {
+        if (numel > std::numeric_limits<uint64_t>::max() / uint64_t(extent)) {
             overflow = true;
         }
-        numel *= extent;
+        numel *= uint64_t(extent);
     }
     e.begin = (*off)[0].get<uint64_t>();
     e.end = (*off)[1].get<uint64_t>();
@@ -200,7 +291,7 @@ void SafeTensorsFile::Impl::parse_entry(const std::string &name, const nlohmann:
         if (overflow || numel > std::numeric_limits<uint64_t>::max() / elem || numel * elem != bytes) {
             const std::string need =
                 overflow ? std::string("more than 2^64") : std::to_string(numel) + " × " + std::to_string(elem);
-            fail(name, e.dtype + " shape " + sh->dump() + " needs " + need + " bytes but data_offsets span " +
+            fail(name, e.dtype + " shape " + shape_text(e.shape) + " needs " + need + " bytes but data_offsets span " +
                            std::to_string(bytes));
         }
     }
@@ -227,56 +318,62 @@ SafeTensorsFile::SafeTensorsFile(SafeTensorsFile &&) noexcept = default;
 SafeTensorsFile &SafeTensorsFile::operator=(SafeTensorsFile &&) noexcept = default;
 
 const std::string &SafeTensorsFile::path() const {
-    return impl_->path;
+    return live(impl_, "path").path;
 }
 
 std::vector<std::string> SafeTensorsFile::names() const {
     std::vector<std::string> out;
-    out.reserve(impl_->entries.size());
-    for (const auto &kv : impl_->entries) {
+    const Impl &im = live(impl_, "names");
+    out.reserve(im.entries.size());
+    for (const auto &kv : im.entries) {
         out.push_back(kv.first);
     }
     return out;
 }
 
 bool SafeTensorsFile::contains(const std::string &name) const {
-    return impl_->entries.count(name) != 0;
+    return live(impl_, "contains").entries.count(name) != 0;
 }
 
 std::vector<int64_t> SafeTensorsFile::shape(const std::string &name) const {
-    return impl_->find(name).shape;
+    return live(impl_, "shape").find(name).shape;
 }
 
 const std::string &SafeTensorsFile::stored_dtype(const std::string &name) const {
-    return impl_->find(name).dtype;
+    return live(impl_, "stored_dtype").find(name).dtype;
 }
 
 DType SafeTensorsFile::dtype(const std::string &name) const {
-    const Impl::Entry &e = impl_->find(name);
+    const Impl &im = live(impl_, "dtype");
+    const Impl::Entry &e = im.find(name);
     DType dt;
     if (!to_gelukit_dtype(e.dtype, &dt)) {
-        impl_->fail(name, "dtype " + e.dtype + " is not supported (F32, BF16 or F16 expected)");
+        im.fail(name, "dtype " + e.dtype + " is not supported (F32, BF16 or F16 expected)");
     }
     return dt;
 }
 
 TensorView SafeTensorsFile::tensor(const std::string &name) const {
-    const Impl::Entry &e = impl_->find(name);
+    const Impl &im = live(impl_, "tensor");
+    const Impl::Entry &e = im.find(name);
     const DType dt = dtype(name);
     if (e.shape.size() > static_cast<std::size_t>(TensorView::kMaxRank)) {
-        impl_->fail(name, "rank " + std::to_string(e.shape.size()) + " exceeds TensorView::kMaxRank = " +
+        im.fail(name, "rank " + std::to_string(e.shape.size()) + " exceeds TensorView::kMaxRank = " +
                               std::to_string(TensorView::kMaxRank));
     }
     TensorView v;
     v.data = const_cast<unsigned char *>(e.ptr);  // read-only: see safetensors.h
     v.dtype = dt;
     v.rank = static_cast<int>(e.shape.size());
+    // An empty tensor (some extent 0) gets strides 1: no element is addressed, and its other
+    // extents may be too large for int64 strides (the file is valid).
+    const bool empty = std::find(e.shape.begin(), e.shape.end(), int64_t(0)) != e.shape.end();
     int64_t stride = 1;
     for (int d = v.rank - 1; d >= 0; d--) {
         v.shape[d] = e.shape[static_cast<std::size_t>(d)];
-        v.strides[d] = stride;
-        if (__builtin_mul_overflow(stride, v.shape[d] > 0 ? v.shape[d] : 1, &stride)) {
-            impl_->fail(name, "shape too large for int64 strides");
+        v.strides[d] = empty ? 1 : stride;
+        if (!empty && __builtin_mul_overflow(stride, v.shape[d], &stride)) {
+            im.fail(name, "shape too large for int64 strides");
         }
     }
     return v;

@@ -1,6 +1,7 @@
 #include <cstdint>
 #include "gelukit/tensor.h"
 
+#include <limits>
 #include <sstream>
 
 #include "gelukit/error.h"
@@ -70,9 +71,18 @@ TensorView TensorView::strided(void *data, DType dtype, std::initializer_list<in
 }
 
 int64_t TensorView::numel() const {
+    // A zero extent anywhere makes the view empty, whatever the others are (their product may not
+    // even fit int64); a product that overflows saturates instead of wrapping (undefined).
+    for (int d = 0; d < rank; d++) {
+        if (shape[d] == 0) {
+            return 0;
+        }
+    }
     int64_t n = 1;
     for (int d = 0; d < rank; d++) {
-        n *= shape[d];
+        if (__builtin_mul_overflow(n, shape[d], &n)) {
+            return std::numeric_limits<int64_t>::max();
+        }
     }
     return n;
 }

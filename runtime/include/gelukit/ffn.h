@@ -48,11 +48,14 @@
 //
 // Errors: gelukit::Error: InvalidArgument for null data, a missing required weight, shapes that
 // do not agree, negative sizes, non-dense weights, rows that are not contiguous, out overlapping
-// h (or a borrowed weight), mixed dtypes, a pinned kernel of another kind/dtype/form;
+// h (or a borrowed weight), mixed dtypes, a pinned kernel of another kind/dtype/form, any call on
+// a moved-from FeedForward; (the stride of an extent-1 dimension is never checked, and M = 0
+// accepts null h and out: it does nothing);
 // Unsupported for a dtype other than F32/BF16, a kind/form/dtype/schedule that is not built, a
 // pinned kernel name that is not built, borrow_weights where no unpacked kernel is built (or a
 // packed kernel is pinned); TooLarge for d_model or d_ff > 44,739,242 (int32 strides of the packed
-// panels), M or a row stride > 2^31 - 1, or an allocation that fails. Nothing aborts.
+// panels, each checked before any product of sizes), d_out, M or a row stride > 2^31 - 1, or an
+// allocation that fails. Nothing aborts.
 // Schedules: Hand for every kind, form and dtype; Naive for Ffn and LinearGelu, Adams2019 for
 // LinearGelu, Tuned (the hand schedule with gelukit_tune's knobs, see gelu.h) for Ffn and
 // LinearGelu, with f32 and Form::Erf (ffn_kernels() lists what is built; others throw

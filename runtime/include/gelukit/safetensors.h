@@ -24,9 +24,12 @@
 // bytes, a header length larger than the rest of the file, a header that is not valid JSON or not
 // a JSON object, an entry without a string "dtype", an integer "shape" array (values >= 0) or a
 // two-integer "data_offsets" array with begin <= end, a data_offsets range outside the data
-// section, a byte size that differs from numel × element size (for known dtypes), and, from the
+// section, a byte size that differs from numel × element size (for known dtypes), a tensor name
+// given twice, tensors whose byte ranges overlap or leave a hole or trailing bytes in the data
+// section (the format requires it to be "entirely indexed"), and, from the
 // accessors, an unknown tensor name, a dtype other than F32/BF16/F16 (dtype(), tensor()) or a rank
-// above TensorView::kMaxRank = 4 (tensor()). Nothing aborts.
+// above TensorView::kMaxRank = 4 (tensor()), and any call on a moved-from object. Messages
+// never echo the header's JSON (a shape is shown by at most 8 extents). Nothing aborts.
 #pragma once
 
 #include <cstdint>

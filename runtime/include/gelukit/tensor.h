@@ -4,6 +4,8 @@
 // outermost and dimension rank-1 innermost (PyTorch / NumPy order). The element at index
 // (i0, ..., i{r-1}) lives at data + sum_k i_k * strides[k] elements. Strides must be >= 1 for
 // every dimension of extent > 1 (negative and zero strides are rejected with an Error).
+// Limits (Error TooLarge): each stride of an extent > 1 at most 2^31 - 1, at most 2^62 elements,
+// and the bytes from the first to past the last element below 2^62 (checked without overflow).
 #pragma once
 
 #include <cstddef>
@@ -40,7 +42,7 @@ struct TensorView {
     static TensorView strided(void *data, DType dtype, std::initializer_list<int64_t> shape,
                               std::initializer_list<int64_t> strides);
 
-    int64_t numel() const;  // product of the shape (1 for rank 0)
+    int64_t numel() const;  // product of the shape (1 for rank 0; 0 if any extent is 0; INT64_MAX if it overflows)
     std::string describe() const;  // e.g. "f32[3,5] strides [10,2]"
 };
 
