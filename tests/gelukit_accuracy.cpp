@@ -6,17 +6,29 @@
 // The last line printed is always "max_ulp=<value> x=<input bits in hex>". For the backward
 // direction the 0.01-wide window around the root of GELU' is excluded from max_ulp and reported
 // as max_abs_err_root instead (relative error is unbounded at a root). Exit status 1 if
-// --max-ulp is given and exceeded.
+// --max-ulp is given and exceeded, 2 on a bad argument or any other error (with a message).
+// Bounds: --samples 1 to 2^32 (every float32 input; beyond 2^31 the lattice is all of them, held
+// in memory: --exhaustive streams them), --threads 1 to 1024, --profile-range lo < hi, both
+// finite in the storage type.
 //
 // --profile FILE additionally writes the error on an even grid of x (--profile-range, 
 // --profile-points) as CSV "x,ulp" (backward: dy = 1, the ULP error of GELU'(x)); the main job
 // plots these (scripts/gelukit_report.py).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <map>
+#include <mutex>
+#include <new>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "gelukit/error.h"
@@ -26,7 +38,62 @@
 #include "support/reference.h"
 #include "support/sweep.h"
 
-int main(int argc, char **argv) {
+namespace {
+
+constexpr uint64_t kMaxSamples = uint64_t(1) << 32;  // every float32 bit pattern
+constexpr int kMaxThreads = 1024;
+
+// --samples: a decimal integer in [1, 2^32]. Checked on the text: CLI11 reads "-1" into an
+// unsigned option as 2^64 - 1 and 2^64 and beyond as 2^64 - 1 (strtoull).
+std::string check_samples(const std::string &text) {
+    const auto b = text.find_first_not_of(" \t");
+    if (b != std::string::npos && text[b] == '-') return "must not be negative (got " + text + ")";
+    const std::string t = b == std::string::npos ? "" : text.substr(b, text.find_last_not_of(" \t") - b + 1);
+    uint64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    const std::string bounds = "an integer from 1 to " + std::to_string(kMaxSamples) + " (2^32, every float32 input)";
+    if (ec == std::errc::result_out_of_range) return "must be " + bounds + " (got " + text + ")";
+    if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) return text + " is not an integer";
+    if (v < 1 || v > kMaxSamples) return "must be " + bounds + " (got " + text + ")";
+    return "";
+}
+
+// Largest finite value of the storage type: a profile bound beyond it would be rounded to inf.
+double max_finite(const std::string &dtype) {
+    return dtype == "f16" ? 65504.0 : dtype == "bf16" ? 3.3895313892515355e38 : 3.4028234663852886e38;
+}
+
+// The sweep starts --threads std::threads at once (tests/support/sweep.cpp), next to the kernel's
+// Halide thread pool (as many workers, at most 256); one that cannot be started there (a process
+// or address-space limit) leaves the started ones joinable, and std::terminate follows. So first
+// check that this many can run at once: "" or why not.
+std::string start_threads(int n) {
+    std::mutex m;
+    std::condition_variable cv;
+    bool go = false;
+    std::vector<std::thread> workers;
+    std::string why;
+    try {
+        workers.reserve(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; i++) {
+            workers.emplace_back([&] {
+                std::unique_lock<std::mutex> lock(m);
+                cv.wait(lock, [&] { return go; });
+            });
+        }
+    } catch (const std::exception &e) {
+        why = "started " + std::to_string(workers.size()) + ", then: " + e.what();
+    }
+    {
+        std::lock_guard<std::mutex> lock(m);
+        go = true;
+    }
+    cv.notify_all();
+    for (auto &w : workers) w.join();
+    return why;
+}
+
+int run(int argc, char **argv) {
     using namespace gelukit;
     CLI::App app{"ULP error of a gelukit GELU kernel against a double-precision reference"};
     std::string form = "erf", direction = "forward", dtype = "f32", math = "acc", schedule = "hand";
@@ -45,14 +112,36 @@ int main(int argc, char **argv) {
     app.add_option("--schedule", schedule, "naive | hand | adams2019 | tuned")
         ->check(CLI::IsMember({"naive", "hand", "adams2019", "tuned"}));
     app.add_flag("--exhaustive", exhaustive, "every input: 2^32 for f32, 2^16 for bf16/f16");
-    app.add_option("--samples", samples, "number of lattice samples over the f32 bit space");
-    app.add_option("--threads", threads, "threads for the kernel and the reference")->check(CLI::PositiveNumber);
+    app.add_option("--samples", samples, "number of lattice samples over the f32 bit space (1 to 2^32)")
+        ->check(CLI::Validator(check_samples, "UINT in [1 - 2^32]"));
+    app.add_option("--threads", threads, "threads for the kernel and the reference (1 to 1024)")
+        ->check(CLI::Range(1, kMaxThreads));
     app.add_option("--scale", scale, "s of the scaled exact form x*Phi(x/s)");
     app.add_option("--max-ulp", max_ulp_allowed, "exit 1 if the maximum ULP error exceeds this");
     app.add_option("--profile", profile_file, "also write the ULP error on a grid of x to this CSV file (x,ulp)");
-    app.add_option("--profile-range", profile_range, "x range of the profile grid")->expected(2);
+    app.add_option("--profile-range", profile_range, "x range of the profile grid: lo hi, lo < hi, both finite")
+        ->expected(2);
     app.add_option("--profile-points", profile_points, "points of the profile grid")->check(CLI::Range(2, 1 << 24));
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        // CLI11 prints the message (or the help: status 0); a bad argument exits 2.
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    {
+        const double lo = profile_range[0], hi = profile_range[1], lim = max_finite(dtype);
+        if (!std::isfinite(lo) || !std::isfinite(hi) || std::fabs(lo) > lim || std::fabs(hi) > lim) {
+            std::fprintf(stderr,
+                         "gelukit_accuracy: error: --profile-range %g %g: both ends must be finite %s values "
+                         "(|x| <= %g)\n",
+                         lo, hi, dtype.c_str(), lim);
+            return 2;
+        }
+        if (!(lo < hi)) {
+            std::fprintf(stderr, "gelukit_accuracy: error: --profile-range %g %g: lo must be less than hi\n", lo, hi);
+            return 2;
+        }
+    }
 
     try {
         test::SweepConfig cfg;
@@ -66,6 +155,12 @@ int main(int argc, char **argv) {
                                                     : Schedule::Adams2019;
         cfg.options.scale = scale;
         cfg.threads = threads;
+        if (const std::string why = start_threads(threads + std::min(threads, 256)); !why.empty()) {
+            std::fprintf(stderr, "gelukit_accuracy: error: --threads %d: cannot run that many threads here (the sweep's and the "
+                         "kernel's thread pool's: %s)\n",
+                         threads, why.c_str());
+            return 2;
+        }
         set_num_threads(threads);
         // The profile file is opened before the sweep, so that a path that cannot be written
         // fails at once instead of after an exhaustive run.
@@ -125,4 +220,45 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "%s\n", e.what());
         return 2;
     }
+}
+
+// Beyond the last resort: std::terminate (an exception escaping a thread, or the sweep's
+// std::threads left unjoined when one of them could not be started despite start_threads) prints
+// a message and exits 2 instead of aborting.
+[[noreturn]] void on_terminate() {
+    std::string what = "no exception in flight";
+    if (const std::exception_ptr e = std::current_exception()) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception &x) {
+            what = x.what();
+        } catch (...) {
+            what = "unknown exception";
+        }
+    }
+    std::fprintf(stderr,
+                 "gelukit_accuracy: error: std::terminate called (%s); most likely a thread could not be "
+                 "started: try fewer --threads\n",
+                 what.c_str());
+    std::fflush(stderr);
+    std::_Exit(2);
+}
+
+}  // namespace
+
+// Last resort: an exception nothing above handled (out of memory, no more threads, ...) ends in a
+// message and status 2, not in std::terminate's abort.
+int main(int argc, char **argv) {
+    std::set_terminate(on_terminate);
+    try {
+        return run(argc, argv);
+    } catch (const std::bad_alloc &) {
+        std::fprintf(stderr, "gelukit_accuracy: error: out of memory (a large --samples holds every input in memory; "
+                             "--exhaustive streams all 2^32 in blocks)\n");
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "gelukit_accuracy: error: %s\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "gelukit_accuracy: error: unknown exception\n");
+    }
+    return 2;
 }

@@ -32,7 +32,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -79,6 +83,21 @@ std::vector<std::string> split(const std::string &s, char sep) {
         }
     }
     return out;
+}
+
+// One --space value (`arg` is the whole --space argument, for the message): all of `v` must be a
+// decimal integer (surrounding blanks and a leading '+' allowed), so that "2abc" or "1.9" are
+// refused rather than read as 2 and 1 (std::stoi parses a prefix).
+int parse_space_value(const std::string &arg, const std::string &v) {
+    const auto b = v.find_first_not_of(" \t");
+    const std::string t = b == std::string::npos ? "" : v.substr(b, v.find_last_not_of(" \t") - b + 1);
+    const char *first = t.data() + (t.size() > 1 && t[0] == '+' && t[1] >= '0' && t[1] <= '9' ? 1 : 0);
+    const char *last = t.data() + t.size();
+    int value = 0;
+    const auto [ptr, ec] = std::from_chars(first, last, value);
+    if (ec == std::errc::result_out_of_range) fail("--space " + arg + ": '" + v + "' is out of range");
+    if (t.empty() || ec != std::errc() || ptr != last) fail("--space " + arg + ": '" + v + "' is not an integer");
+    return value;
 }
 
 double seconds_since(Clock::time_point t0) {
@@ -255,6 +274,9 @@ struct GeluWorkload final : Workload {
     Form form;
     gelukit::Math math;
     int64_t n;
+    // The storage is ours (std::vector throws std::bad_alloc, which main reports): Halide's own
+    // buffer allocation dereferences a failed malloc (a segfault for a huge --gelu-n).
+    std::vector<uint8_t> x_mem, dy_mem, out_mem;
     Buffer<> x, dy, out;
 
     GeluWorkload(bool bwd, DType d, Form f, gelukit::Math m, int64_t elems, uint32_t seed)
@@ -263,9 +285,11 @@ struct GeluWorkload final : Workload {
         // activations (sd 3: both tails and the root window of GELU') plus every 997th element
         // from a wide range, so the check covers the far tails too.
         const Halide::Type t = halide_type(dt);
-        x = Buffer<>(t, {static_cast<int>(n), 1, 1, 1});
-        dy = Buffer<>(t, {static_cast<int>(n), 1, 1, 1});
-        out = Buffer<>(t, {static_cast<int>(n), 1, 1, 1});
+        const std::vector<int> sizes = {static_cast<int>(n), 1, 1, 1};
+        for (auto [mem, buf] : {std::pair{&x_mem, &x}, {&dy_mem, &dy}, {&out_mem, &out}}) {
+            mem->resize(std::size_t(n) * t.bytes());
+            *buf = Buffer<>(t, mem->data(), sizes);
+        }
         std::mt19937 rng(seed);
         std::normal_distribution<double> act(0.0, 3.0);
         std::uniform_real_distribution<double> wide(-60.0, 60.0), grad(-2.0, 2.0);
@@ -882,7 +906,12 @@ json load_existing(const std::string &path, const std::string &arch) {
                        is("kernels", json::value_t::object);
     if (!valid) {
         const std::string aside = path + ".corrupt";
-        std::filesystem::rename(path, aside);
+        std::error_code ec;
+        std::filesystem::rename(path, aside, ec);
+        if (ec) {
+            fail(path + " is not a valid version-1 schedule file for " + arch + " and cannot be moved aside to " +
+                 aside + " (" + ec.message() + "); nothing was tuned");
+        }
         std::cerr << "gelukit_tune: " << path << " is not a valid version-1 schedule file for " << arch
                   << "; moved to " << aside << " and starting a new file\n";
         return json::object();
@@ -928,6 +957,54 @@ json load_existing(const std::string &path, const std::string &arch) {
         }
     }
     return kept;
+}
+
+// --out, checked before anything runs (a run takes minutes, and its result would be lost at the
+// end): not a directory or another non-regular file, readable if it exists, and its directory
+// (or, where that does not exist yet, the nearest existing ancestor, under which it will be
+// created) must accept new files: the temporary file, the rename into place and an invalid
+// file's move aside (<file>.corrupt) all happen there. Probed by creating and removing a file:
+// access(2) says yes to root even where the file system refuses new files (/proc).
+void check_out_path(const std::string &out_path, const std::string &default_path) {
+    namespace fs = std::filesystem;
+    if (out_path.empty()) fail("--out: empty path");
+    const fs::path out(out_path);
+    std::error_code ec;
+    const fs::file_status st = fs::status(out, ec);
+    if (fs::is_directory(st)) {
+        fail("--out " + out_path + " is a directory; name the schedule file itself (e.g. " +
+             (out / fs::path(default_path).filename()).string() + ")");
+    }
+    if (fs::exists(st)) {
+        if (!fs::is_regular_file(st)) fail("--out " + out_path + " exists and is not a regular file");
+        std::ifstream in(out_path);
+        if (!in) fail("--out " + out_path + ": cannot read it (" + std::strerror(errno) + ")");
+    } else if (st.type() != fs::file_type::not_found) {
+        fail("--out " + out_path + ": cannot examine it (" + ec.message() + ")");
+    } else if (!out.has_filename()) {
+        fail("--out " + out_path + " names a directory; name the schedule file itself");
+    }
+    fs::path dir = out.parent_path();
+    if (dir.empty()) dir = ".";
+    while (!fs::exists(fs::status(dir, ec))) {
+        const fs::path up = dir.parent_path();
+        if (up.empty() || up == dir) {
+            dir = up.empty() ? fs::path(".") : up;
+            break;
+        }
+        dir = up;
+    }
+    if (!fs::is_directory(fs::status(dir, ec))) {
+        fail("--out " + out_path + ": " + dir.string() + " is not a directory");
+    }
+    const fs::path probe = dir / (".gelukit_tune-probe-" + std::to_string(::getpid()));
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fail("--out " + out_path + ": cannot create files in " + dir.string() + " (" + std::strerror(errno) +
+             "); the schedule file is written there");
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
 }
 
 // A kernel of the tuned set: its schedule-file name, its workload, its knob space.
@@ -1039,7 +1116,7 @@ bool compile_only_run(const std::vector<Entry> &entries, const std::vector<std::
 
 }  // namespace
 
-int main(int argc, char **argv) {
+static int tune_main(int argc, char **argv) {
     CLI::App app{"gelukit_tune: tune the knobs of gelukit's hand schedules on this machine and write "
                  "the schedule file the build reads"};
     std::vector<std::string> kernels;
@@ -1082,7 +1159,12 @@ int main(int argc, char **argv) {
     app.add_option("--ffn-m", ffn_m, "tokens M of the FFN workload")->check(CLI::Range(1, 65536));
     app.add_option("--ffn-d-model", ffn_d_model, "d_model of the FFN workload")->check(CLI::Range(1, 65536));
     app.add_option("--ffn-d-ff", ffn_d_ff, "d_ff of the FFN workload")->check(CLI::Range(1, 262144));
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        // CLI11 prints the message (or the help: status 0); a bad argument exits 2, like fail().
+        return app.exit(e) == 0 ? 0 : 2;
+    }
     const bool cuda = target_kind == "cuda";
     if (cuda && std::string(GELUKIT_CUDA_TARGET).empty()) {
         fail("--target cuda: this build has no CUDA kernels (GELUKIT_CUDA=OFF)");
@@ -1162,11 +1244,7 @@ int main(int argc, char **argv) {
         if (eq == std::string::npos) fail("--space wants knob=v1,v2,... (got '" + s + "')");
         std::vector<int> values;
         for (const std::string &v : split(s.substr(eq + 1), ',')) {
-            try {
-                values.push_back(std::stoi(v));
-            } catch (const std::exception &) {
-                fail("--space " + s + ": '" + v + "' is not an integer");
-            }
+            values.push_back(parse_space_value(s, v));
         }
         if (values.empty()) fail("--space " + s + ": no values");
         const std::string knob = s.substr(0, eq);
@@ -1190,6 +1268,16 @@ int main(int argc, char **argv) {
         std::sort(values.begin(), values.end());
         values.erase(std::unique(values.begin(), values.end()), values.end());
         ts.restrict_space[s.substr(0, eq)] = values;
+    }
+    // --out before anything runs (plugins, device probe, tuning): a path that cannot be written,
+    // or the other target's file, is refused now, not after the search.
+    const std::string arch = cuda ? "cuda" : GELUKIT_ARCH_TRIPLE;
+    if (!compile_only) {
+        const std::string default_out = cuda ? GELUKIT_CUDA_SCHEDULE_FILE_DEFAULT : GELUKIT_SCHEDULE_FILE_DEFAULT;
+        check_out_path(out_path, default_out);
+        if (const std::string other = other_arch_file(out_path, arch); !other.empty()) {
+            fail(other + ": name this target's file with --out (default " + default_out + ")");
+        }
     }
     if (autoschedulers != "none") ts.autoschedulers = split(autoschedulers, ',');
     const std::map<std::string, std::string> plugins = {{"Adams2019", GELUKIT_PLUGIN_ADAMS2019},
@@ -1239,11 +1327,6 @@ int main(int argc, char **argv) {
 
     if (compile_only) {
         return compile_only_run(entries, kernels, opt, ts) ? 0 : 1;
-    }
-    const std::string arch = cuda ? "cuda" : GELUKIT_ARCH_TRIPLE;
-    if (const std::string other = other_arch_file(out_path, arch); !other.empty()) {
-        fail(other + ": name this target's file with --out (default " +
-             std::string(cuda ? GELUKIT_CUDA_SCHEDULE_FILE_DEFAULT : GELUKIT_SCHEDULE_FILE_DEFAULT) + ")");
     }
     if (cuda) {
         // One device, named the same way by Halide's CUDA runtime (which otherwise takes the
@@ -1295,15 +1378,34 @@ int main(int argc, char **argv) {
                    {"date", utc_now()},
                    {"tool", "gelukit_tune (bench/tune/gelukit_tune.cpp)"}}},
                  {"kernels", kernels_json}};
+    // --out was checked before the search; should writing fail anyway, the results go to stdout
+    // rather than being lost.
+    const auto write_failed = [&](const std::string &why) {
+        std::cout << file.dump(2) << "\n" << std::flush;
+        fail(why + "; the schedule file's content is printed above");
+    };
     const std::filesystem::path out(out_path);
-    if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+    std::error_code ec;
+    if (out.has_parent_path()) {
+        std::filesystem::create_directories(out.parent_path(), ec);
+        if (ec) write_failed("cannot create the directory " + out.parent_path().string() + " (" + ec.message() + ")");
+    }
     const std::string tmp = out_path + ".tmp";
     {
         std::ofstream os(tmp);
         os << file.dump(2) << "\n";
-        if (!os) fail("cannot write " + tmp);
+        os.close();
+        if (!os) {
+            std::filesystem::remove(tmp, ec);
+            write_failed("cannot write " + tmp);
+        }
     }
-    std::filesystem::rename(tmp, out_path);
+    std::filesystem::rename(tmp, out_path, ec);
+    if (ec) {
+        const std::string why = ec.message();
+        std::filesystem::remove(tmp, ec);
+        write_failed("cannot rename " + tmp + " to " + out_path + " (" + why + ")");
+    }
 
     // Summary table: default vs tuned vs autoscheduled, one run.
     std::printf("\n| kernel | workload | default ms | tuned ms | speedup | p | tuned knobs |");
@@ -1337,4 +1439,20 @@ int main(int argc, char **argv) {
                     opt.target.to_string().c_str(), threads);
     }
     return 0;
+}
+
+// Last resort: an exception nothing above handled ends in a message and status 2, not in
+// std::terminate's abort.
+int main(int argc, char **argv) {
+    try {
+        return tune_main(argc, argv);
+    } catch (const std::bad_alloc &) {
+        std::cerr << "gelukit_tune: error: out of memory (the workloads hold 3 x --gelu-n elements and the "
+                     "BERT-base FFN's weights; try a smaller --gelu-n)\n";
+    } catch (const std::exception &e) {
+        std::cerr << "gelukit_tune: error: " << e.what() << "\n";
+    } catch (...) {
+        std::cerr << "gelukit_tune: error: unknown exception\n";
+    }
+    return 2;
 }

@@ -100,10 +100,20 @@ SweepResult sweep_inputs(const SweepConfig &cfg, const std::vector<uint32_t> &in
     const int t = std::max(1, cfg.threads);
     std::vector<SweepResult> parts(t);
     std::vector<std::thread> workers;
-    for (int k = 0; k < t; k++) {
-        workers.emplace_back([&, k] {
-            compare_range(cfg, input_bits, out_bits, n * k / t, n * (k + 1) / t, root, parts[k]);
-        });
+    // A thread that cannot be started (std::system_error, e.g. under a process limit) must not
+    // leave the started ones joinable when the vector is destroyed (std::terminate): join them,
+    // then pass the error on.
+    try {
+        for (int k = 0; k < t; k++) {
+            workers.emplace_back([&, k] {
+                compare_range(cfg, input_bits, out_bits, n * k / t, n * (k + 1) / t, root, parts[k]);
+            });
+        }
+    } catch (...) {
+        for (auto &w : workers) {
+            w.join();
+        }
+        throw;
     }
     for (auto &w : workers) {
         w.join();
