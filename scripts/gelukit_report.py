@@ -19,10 +19,17 @@ the group's `onednn` row (onednn ns / variant ns: > 1 means faster than oneDNN).
 declared in FAMILIES below; rows of other families, aggregates other than the median, and names
 that do not fit their family's grammar are skipped (and counted). The markdown needs the standard
 library only; the plots need matplotlib.
+
+Malformed input (a file that cannot be read, is not JSON or CSV of the expected shape, or holds a
+value the tables and plots cannot use, such as a time that is not a positive number) and an output
+path that cannot be written are reported as one line "gelukit_report: error: <what, where>" on
+stderr with exit status 2, argparse's status for bad usage, never as a traceback.
 """
 
 import argparse
+import csv
 import json
+import math
 import os
 import statistics
 import sys
@@ -43,6 +50,82 @@ BASELINE = "onednn"
 _GB_SUFFIX_KEYS = ("min_time", "min_warmup_time", "iterations", "repeats")
 _GB_SUFFIX_WORDS = ("real_time", "manual_time")
 
+# Name keys whose values gelukit_bench writes as integers; the tables sort them and the plots
+# parse them as numbers, so another value is an error rather than a row drawn at a wrong place.
+_INTEGER_KEYS = ("N", "threads", "M", "d_model", "d_ff")
+
+# Context keys of the measured float32 FMA peak, one per thread count (bench/ffn_bench.cpp).
+_PEAK_PREFIX = "fma_peak_gflops_threads:"
+
+
+class ReportError(Exception):
+    """A malformed input or an output that cannot be written. main() prints the message as one
+    line "gelukit_report: error: <message>" and exits with status 2: the user needs to know which
+    file, row and field is wrong, not where in this script it was noticed."""
+
+
+def _show(value, limit=60):
+    """A JSON value as it appears in the file (strings quoted, NaN as NaN), shortened for a
+    one-line message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _json_type(value):
+    """The JSON name of a parsed value's type, for messages."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):  # before int: bool is an int in Python
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+def _is_integer(text):
+    """A decimal integer as gelukit_bench writes it (str.isdigit alone also takes e.g. "²")."""
+    return text.isascii() and text.isdigit()
+
+
+def _os_reason(e, path):
+    """The reason of an OSError, with the path it concerns where that is not `path` itself (e.g. a
+    parent directory of --out that is a file)."""
+    reason = e.strerror or str(e)
+    return f"{reason} ({e.filename})" if e.filename and str(e.filename) != str(path) else reason
+
+
+def _as_float(value):
+    """value as a float where it is a JSON number, else None. A JSON true is not a number (bool is
+    an int in Python), and an integer beyond the float range is not one we can use."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _counter(row, key, where, positive):
+    """row[key], a Google Benchmark counter, as a float: a finite JSON number, > 0 where positive
+    (times and rates: a ratio or a log axis of 0, a negative value or NaN means nothing) and >= 0
+    otherwise. Google Benchmark writes NaN/Infinity only for a broken measurement."""
+    value = row[key]
+    number = _as_float(value)
+    if number is None or not math.isfinite(number) or number < 0 or (positive and number == 0):
+        kind = "a positive" if positive else "a non-negative"
+        raise ReportError(f'{where}: "{key}" must be {kind}, finite number, got {_show(value)}')
+    return number
+
+
+def _optional(row, key, kind, where):
+    """Checks that row[key], where present, has the JSON type the report reads it as."""
+    if key in row and not isinstance(row[key], kind):
+        expected = {str: "a string", bool: "a boolean"}[kind]
+        raise ReportError(f'{where}: "{key}" must be {expected}, got {_show(row[key])}')
 
 
 def parse_name(name):
@@ -64,12 +147,12 @@ def parse_name(name):
     return family, tuple(rest[:-1]), rest[-1], tuple(keys)
 
 
-def ns_per_elem(row):
+def ns_per_elem(row, where):
     """Nanoseconds per element: the ns_per_elem counter, else from items_per_second."""
     if "ns_per_elem" in row:
-        return float(row["ns_per_elem"])
+        return _counter(row, "ns_per_elem", where, positive=True)
     if row.get("items_per_second"):
-        return 1e9 / float(row["items_per_second"])
+        return 1e9 / _counter(row, "items_per_second", where, positive=True)
     return None
 
 
@@ -81,10 +164,78 @@ def sort_value(text):
         return (1, 0.0, text)
 
 
+def read_json(path):
+    """The parsed JSON document at path; a file that cannot be read or parsed is a ReportError."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise ReportError(f"cannot read {path}: {_os_reason(e, path)}") from None
+    except UnicodeDecodeError as e:
+        raise ReportError(f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x}: {e.reason})") from None
+    except json.JSONDecodeError as e:
+        raise ReportError(f"{path} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ReportError(f"{path} is not a benchmark file: its JSON is nested too deeply") from None
+
+
+def check_context(context, path):
+    """Checks the "context" object where the report reads more than its text: the FMA peaks are
+    printed and plotted as numbers. Google Benchmark writes custom context values as strings
+    ("117.012685"); a number is accepted as well."""
+    if not isinstance(context, dict):
+        raise ReportError(f'{path}: "context" must be an object, got {_json_type(context)}')
+    for key, value in context.items():
+        if not key.startswith(_PEAK_PREFIX):
+            continue
+        threads = key[len(_PEAK_PREFIX):]
+        if not _is_integer(threads):
+            raise ReportError(f'{path}: context key "{key}": expected {_PEAK_PREFIX}<thread count>')
+        try:
+            peak = float(value) if isinstance(value, str) else _as_float(value)
+        except ValueError:
+            peak = None
+        if peak is None or not math.isfinite(peak) or peak <= 0:
+            raise ReportError(f'{path}: context "{key}" must be a positive number of GFLOP/s, got {_show(value)}')
+
+
+def check_row(row, index, path):
+    """Checks one entry of "benchmarks" where the report reads it, and returns its name and the
+    prefix of messages about it. Counters are checked later, only in the rows that are used:
+    the stddev/cv aggregates beside a median may legitimately hold 0."""
+    where = f"{path}: benchmarks[{index}]"
+    if not isinstance(row, dict):
+        raise ReportError(f"{where} must be an object (one benchmark run), got {_json_type(row)}")
+    if not isinstance(row.get("name"), str):
+        got = _show(row["name"]) if "name" in row else "none"
+        raise ReportError(f'{where}: "name" must be a string, got {got}')
+    for key in ("run_name", "run_type", "aggregate_name", "error_message"):
+        _optional(row, key, str, where)
+    _optional(row, "error_occurred", bool, where)
+    name = row.get("run_name", row["name"])
+    return name, f"{where} ({_show(name, 100)})"
+
+
+def check_keys(parsed, where):
+    """The key:value fields that are numbers by construction must be decimal integers."""
+    for key, value in parsed[3]:
+        if key in _INTEGER_KEYS and not _is_integer(value):
+            raise ReportError(f'{where}: name field "{key}:{value}" must be a non-negative integer')
+
+
 def load(path):
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    rows = doc.get("benchmarks", [])
+    doc = read_json(path)
+    # Google Benchmark's JSON (--benchmark_out_format=json) is an object with a "context" object
+    # (gelukit_bench adds its own keys to it) and a "benchmarks" array of run objects.
+    if not isinstance(doc, dict):
+        raise ReportError(f"{path}: expected a Google Benchmark JSON object, got {_json_type(doc)}")
+    if "benchmarks" not in doc:
+        raise ReportError(f'{path}: no "benchmarks" array (not a --benchmark_out_format=json file?)')
+    rows = doc["benchmarks"]
+    if not isinstance(rows, list):
+        raise ReportError(f'{path}: "benchmarks" must be an array of benchmark runs, got {_json_type(rows)}')
+    context = doc.get("context", {})
+    check_context(context, path)
     # With --benchmark_repetitions, use the median aggregate where present; otherwise the median
     # of the iteration rows of the same name.
     samples = {}  # name -> list of (ns, GB/s)
@@ -92,26 +243,41 @@ def load(path):
     medians = {}
     errors = {}
     skipped = 0
-    for row in rows:
-        parsed = parse_name(row.get("run_name", row.get("name", "")))
+    for index, row in enumerate(rows):
+        name, where = check_row(row, index, path)
+        parsed = parse_name(name)
         if parsed is None:
             skipped += 1
             continue
+        check_keys(parsed, where)
         if row.get("error_occurred"):
             errors[parsed] = row.get("error_message", "error")
             continue
+        used = row.get("run_type") != "aggregate" or row.get("aggregate_name") == "median"
         if parsed[0] == "ffn":
-            if row.get("run_type") != "aggregate" or row.get("aggregate_name") == "median":
+            if used:
+                # The table and plot divide by ms and draw GFLOP/s and % peak on a (log) axis.
+                if "ms" in row:
+                    _counter(row, "ms", where, positive=True)
+                for key in ("GFLOPs", "pct_peak"):
+                    if key in row:
+                        _counter(row, key, where, positive=False)
+                # max_abs_err is printed only; NaN or Infinity there is a finding (the kernel's
+                # output was not finite), so any number is shown as it is.
+                if "max_abs_err" in row and _as_float(row["max_abs_err"]) is None:
+                    raise ReportError(f'{where}: "max_abs_err" must be a number, got {_show(row["max_abs_err"])}')
                 ffn[parsed] = row
             continue
-        ns = ns_per_elem(row)
-        gbs = float(row["bytes_per_second"]) / 1e9 if "bytes_per_second" in row else None
-        if ns is None:
+        # A row without a time per element is not understood (counted), whatever its run type.
+        if "ns_per_elem" not in row and not row.get("items_per_second"):
             skipped += 1
             continue
+        if not used:
+            continue
+        ns = ns_per_elem(row, where)
+        gbs = _counter(row, "bytes_per_second", where, positive=False) / 1e9 if "bytes_per_second" in row else None
         if row.get("run_type") == "aggregate":
-            if row.get("aggregate_name") == "median":
-                medians[parsed] = (ns, gbs)
+            medians[parsed] = (ns, gbs)
             continue
         samples.setdefault(parsed, []).append((ns, gbs))
     results = dict(medians)
@@ -121,7 +287,49 @@ def load(path):
         ns = statistics.median(v[0] for v in values)
         gb = [v[1] for v in values if v[1] is not None]
         results[key] = (ns, statistics.median(gb) if gb else None)
-    return doc.get("context", {}), results, ffn, errors, skipped
+    return context, results, ffn, errors, skipped
+
+
+def load_ulp_profile(path):
+    """The points of a gelukit_accuracy --profile CSV (header "x,ulp", one row per grid point) as
+    (xs, ys). Read and checked before anything is written, so that a bad file is an error message
+    rather than a half-drawn figure: x must be finite (it is binned), ulp finite and >= 0."""
+    xs, ys = [], []
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames is None:
+                raise ReportError(f"{path}: empty file, expected a CSV with the header x,ulp")
+            missing = [c for c in ("x", "ulp") if c not in reader.fieldnames]
+            if missing:
+                raise ReportError(f"{path}: no column {' or '.join(missing)} in the header "
+                                  f"{','.join(reader.fieldnames)!r} (expected x,ulp)")
+            for row in reader:
+                values = []
+                for column in ("x", "ulp"):
+                    cell = row[column]
+                    if cell is None:  # the row has fewer cells than the header
+                        raise ReportError(f"{path}, line {reader.line_num}: no {column} value")
+                    try:
+                        value = float(cell)
+                    except ValueError:
+                        value = math.nan
+                    if not math.isfinite(value) or (column == "ulp" and value < 0):
+                        kind = "a non-negative" if column == "ulp" else "a"
+                        raise ReportError(f"{path}, line {reader.line_num}: {column} must be {kind} finite number, "
+                                          f"got {cell!r}")
+                    values.append(value)
+                xs.append(values[0])
+                ys.append(values[1])
+    except OSError as e:
+        raise ReportError(f"cannot read {path}: {_os_reason(e, path)}") from None
+    except UnicodeDecodeError as e:
+        raise ReportError(f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x}: {e.reason})") from None
+    except csv.Error as e:
+        raise ReportError(f"{path} is not a valid CSV file: {e}") from None
+    if not xs:
+        raise ReportError(f"{path}: no data rows under the header x,ulp")
+    return xs, ys
 
 
 def workload_name(d_model, d_ff, form):
@@ -247,14 +455,21 @@ def render(context, results, ffn, errors, skipped, source):
 
 
 def render_plots(context, results, ffn, plots_dir, profiles, out_path):
-    """Writes the PNG plots and returns their markdown section (paths relative to the report)."""
-    import report_plots  # matplotlib only when plots are asked for
+    """Writes the PNG plots and returns their markdown section (paths relative to the report).
+    profiles: [(label, xs, ys)] from load_ulp_profile."""
+    try:
+        import report_plots  # matplotlib only when plots are asked for
+    except ImportError as e:
+        raise ReportError(f"--plots-dir needs matplotlib (scripts/bootstrap.sh installs it into .venv): {e}") from None
 
     made = []
-    made += report_plots.gelu_throughput(results, plots_dir)
-    made += report_plots.gelu_vs_baseline(results, plots_dir, BASELINE)
-    made += report_plots.ffn_vs_peak(ffn, context, plots_dir)
-    made += report_plots.ulp_profiles(profiles, plots_dir)
+    try:
+        made += report_plots.gelu_throughput(results, plots_dir)
+        made += report_plots.gelu_vs_baseline(results, plots_dir, BASELINE)
+        made += report_plots.ffn_vs_peak(ffn, context, plots_dir)
+        made += report_plots.ulp_profiles(profiles, plots_dir)
+    except OSError as e:
+        raise ReportError(f"cannot write the plots in {plots_dir}: {_os_reason(e, plots_dir)}") from None
     base = os.path.dirname(os.path.abspath(out_path)) if out_path else os.getcwd()
     lines = ["## Plots", ""]
     for title, path in made:
@@ -262,20 +477,31 @@ def render_plots(context, results, ffn, plots_dir, profiles, out_path):
     return lines, made
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("json", help="Google Benchmark JSON (--benchmark_out_format=json)")
-    parser.add_argument("--out", help="write the markdown here as well (directories are created)")
-    parser.add_argument("--plots-dir", help="write PNG plots here and link them from the markdown")
-    parser.add_argument("--ulp-profile", action="append", default=[], metavar="LABEL=CSV",
-                        help="ULP-error profile to plot (gelukit_accuracy --profile); repeatable")
-    args = parser.parse_args(argv)
+def read_profiles(items):
+    """[(label, xs, ys)] of the --ulp-profile LABEL=CSV arguments; the label's first word is the
+    GELU form, the panel the curve is drawn in, so it must have one."""
     profiles = []
-    for item in args.ulp_profile:
+    for item in items:
         label, sep, path = item.partition("=")
-        if not sep or not os.path.isfile(path):
-            parser.error(f"--ulp-profile {item!r}: expected LABEL=CSV with an existing file")
-        profiles.append((label, path))
+        if not sep or not path:
+            raise ReportError(f"--ulp-profile {item!r}: expected LABEL=CSV")
+        if not label.split():
+            raise ReportError(f"--ulp-profile {item!r}: empty LABEL (its first word is the GELU form: \"erf acc\")")
+        profiles.append((label, *load_ulp_profile(path)))
+    return profiles
+
+
+def run(args):
+    """The report for parsed arguments; raises ReportError on bad input."""
+    # The profiles are only drawn: without --plots-dir they would be ignored without a word.
+    if args.ulp_profile and not args.plots_dir:
+        raise ReportError("--ulp-profile is only used in the plots: add --plots-dir")
+    # Output paths that cannot work are refused before anything is read, drawn or printed.
+    if args.out and os.path.isdir(args.out):
+        raise ReportError(f"--out {args.out} is a directory, expected a file name")
+    if args.plots_dir and os.path.exists(args.plots_dir) and not os.path.isdir(args.plots_dir):
+        raise ReportError(f"--plots-dir {args.plots_dir} exists and is not a directory")
+    profiles = read_profiles(args.ulp_profile)
     context, results, ffn, errors, skipped = load(args.json)
     text = render(context, results, ffn, errors, skipped, args.json)
     if args.plots_dir:
@@ -284,12 +510,32 @@ def main(argv=None):
         print(f"gelukit_report: {len(made)} plots in {args.plots_dir}", file=sys.stderr)
     print(text)
     if args.out:
-        directory = os.path.dirname(args.out)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+        try:
+            directory = os.path.dirname(args.out)
+            if directory:
+                os.makedirs(directory, exist_ok=True)
+            with open(args.out, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        except OSError as e:
+            raise ReportError(f"cannot write --out {args.out}: {_os_reason(e, args.out)}") from None
     return 0
+
+
+def main(argv=None):
+    # prog: argparse's own usage errors then start "gelukit_report: error:" like ours.
+    parser = argparse.ArgumentParser(prog="gelukit_report", description=__doc__.splitlines()[0])
+    parser.add_argument("json", help="Google Benchmark JSON (--benchmark_out_format=json)")
+    parser.add_argument("--out", help="write the markdown here as well (directories are created)")
+    parser.add_argument("--plots-dir", help="write PNG plots here and link them from the markdown")
+    parser.add_argument("--ulp-profile", action="append", default=[], metavar="LABEL=CSV",
+                        help="ULP-error profile to plot (gelukit_accuracy --profile); repeatable; needs --plots-dir")
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except ReportError as e:
+        # One line whatever the input held (a name or path with a newline included).
+        print(f"{parser.prog}: error: " + " ".join(str(e).splitlines()), file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 """PNG plots for scripts/gelukit_report.py (matplotlib, Agg backend; installed into .venv by
 scripts/bootstrap.sh).
 
-Each function takes the data gelukit_report.load() returns and writes one or more PNG files,
-returning [(title, path)] for the markdown report.
+Each function takes the data gelukit_report.load() returns (ulp_profiles: the points
+gelukit_report.load_ulp_profile read) and writes one or more PNG files, returning [(title, path)]
+for the markdown report.
 """
 
-import csv
 import os
 
 import matplotlib
@@ -190,24 +190,20 @@ def ffn_vs_peak(ffn, context, plots_dir):
 
 
 def ulp_profiles(profiles, plots_dir, bins=240):
-    """ULP error against x, one panel per GELU form; profiles: [(label, csv path)] with labels
-    '<form> <anything>' (gelukit_accuracy --profile files). Each curve is the maximum error in
-    each of `bins` equal slices of the x range (the raw points alternate between 0 and the
-    maximum too quickly to read)."""
+    """ULP error against x, one panel per GELU form; profiles: [(label, xs, ys)] with labels
+    '<form> <anything>' and the points of a gelukit_accuracy --profile file (read and checked by
+    gelukit_report.load_ulp_profile: at least one point, all finite). Each curve is the maximum
+    error in each of `bins` equal slices of the x range (the raw points alternate between 0 and
+    the maximum too quickly to read)."""
     if not profiles:
         return []
     forms = []
-    for label, _ in profiles:
+    for label, _, _ in profiles:
         form = label.split()[0]
         if form not in forms:
             forms.append(form)
     fig, axes = plt.subplots(len(forms), 1, figsize=(9, 2.8 * len(forms)), squeeze=False)
-    for label, path in profiles:
-        xs, ys = [], []
-        with open(path, newline="", encoding="utf-8") as f:
-            for row in csv.DictReader(f):
-                xs.append(float(row["x"]))
-                ys.append(float(row["ulp"]))
+    for label, xs, ys in profiles:
         lo, hi = min(xs), max(xs)
         step = (hi - lo) / bins or 1.0
         worst = [0.0] * bins

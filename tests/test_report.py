@@ -2,16 +2,116 @@
 """ctest gelukit_report.plots: scripts/gelukit_report.py on a small fixture (tests/data/
 bench_fixture.json) plus a ULP profile written by gelukit_accuracy --profile (the real tool):
 the markdown has the expected ratios and links one PNG per plot, each a real, non-trivial PNG.
+Then malformed inputs (bad JSON, CSV and output paths): each must be refused with exit status 2
+and one line "gelukit_report: error: ..." naming what is wrong, never a Python traceback.
 
 Usage: test_report.py <source dir> <gelukit_accuracy> <scratch dir>
 """
 
+import json
 import os
 import re
 import shutil
 import struct
 import subprocess
 import sys
+
+
+# A valid gelu row and a valid ffn row, in Google Benchmark's JSON form, for the malformed cases.
+GELU_ROW = {"name": "gelu/forward/f32/erf/acc_hand/N:4096/threads:1/real_time", "run_type": "iteration",
+            "ns_per_elem": 2.0, "bytes_per_second": 4e9}
+FFN_ROW = {"name": "ffn/f32/erf/ffn_hand/M:512/d_model:768/d_ff:3072/threads:1/real_time",
+           "run_type": "iteration", "ms": 40.0, "GFLOPs": 120.0, "pct_peak": 70.6}
+
+
+def bench(*rows, **fields):
+    """The text of a benchmark JSON file with these rows (and top-level fields)."""
+    return json.dumps({"context": {}, "benchmarks": list(rows), **fields})
+
+
+def gelu(**counters):
+    return {**GELU_ROW, **counters}
+
+
+def run_report(source, args):
+    return subprocess.run([sys.executable, os.path.join(source, "scripts", "gelukit_report.py"), *args],
+                          capture_output=True, text=True)
+
+
+def check_malformed(source, work, fixture, failures):
+    """Every case: exit status 2, nothing on stdout (refused before the report is printed), one
+    stderr line "gelukit_report: error: ..." that contains `expect` (the file, row or field at
+    fault), no traceback. Returns the number of cases."""
+    bad = os.path.join(work, "malformed")
+    os.makedirs(bad)
+
+    def write(name, content):
+        path = os.path.join(bad, name)
+        with open(path, "wb") as f:
+            f.write(content.encode("utf-8") if isinstance(content, str) else content)
+        return path
+
+    good_csv = write("good.csv", "x,ulp\n-1,0\n1,1\n")
+    plots = ["--plots-dir", os.path.join(bad, "plots")]
+    csvs = {name: write(name, text) for name, text in (
+        ("abc.csv", "x,ulp\n1,abc\n"), ("empty.csv", ""), ("header.csv", "x,ulp\n"), ("nox.csv", "a,ulp\n1,0\n"),
+        ("nan.csv", "x,ulp\nnan,inf\n"), ("short.csv", "x,ulp\n1\n"))}
+    cases = [  # (what, arguments, expected part of the message)
+        ("missing file", [os.path.join(bad, "none.json")], "none.json"),
+        ("directory as the JSON", [bad], "cannot read"),
+        ("truncated JSON", [write("trunc.json", '{"benchmarks": [')], "not valid JSON"),
+        ("non-UTF-8 file", [write("latin1.json", b"\xff\xfe{}")], "not UTF-8"),
+        ("top-level array", [write("array.json", "[1, 2, 3]")], "got an array"),
+        ("no benchmarks", [write("empty_object.json", "{}")], '"benchmarks"'),
+        ("benchmarks an object", [write("bench_obj.json", '{"benchmarks": {"a": 1}}')],
+         '"benchmarks" must be an array'),
+        ("row not an object", [write("rows_scalar.json", bench(GELU_ROW, 1))], "benchmarks[1]"),
+        ("integer name", [write("name_int.json", '{"benchmarks": [{"name": 5}]}')], '"name"'),
+        ("context an array", [write("ctx_list.json", '{"context": [], "benchmarks": []}')], '"context"'),
+        ("FMA peak not a number", [write("peak_str.json", bench(context={"fma_peak_gflops_threads:1": "abc"}))],
+         "fma_peak_gflops_threads:1"),
+        ("ns_per_elem a string", [write("ns_str.json", bench(gelu(ns_per_elem="fast")))], '"ns_per_elem"'),
+        ("ns_per_elem NaN", [write("ns_nan.json", bench(gelu(ns_per_elem=float("nan"))))], "got NaN"),
+        ("ns_per_elem negative", [write("ns_neg.json", bench(gelu(ns_per_elem=-2)))], "got -2"),
+        ("ns_per_elem zero", [write("ns_zero.json", bench(gelu(ns_per_elem=0)))], "got 0"),
+        ("bytes_per_second a string", [write("bps_str.json", bench(gelu(bytes_per_second="1")))],
+         '"bytes_per_second"'),
+        ("N not an integer", [write("n_abc.json", bench(gelu(name="gelu/forward/f32/erf/acc_hand/N:abc/threads:1")))],
+         '"N:abc"'),
+        ("FFN ms a string", [write("ffn_ms.json", bench({**FFN_ROW, "ms": "x"}))], '"ms"'),
+        ("--out a directory", [fixture, "--out", bad], "--out"),
+        ("--plots-dir a file", [fixture, "--plots-dir", good_csv], "--plots-dir"),
+        ("--ulp-profile without --plots-dir", [fixture, "--ulp-profile", f"erf acc={good_csv}"], "--plots-dir"),
+        ("--ulp-profile without a label", [fixture, *plots, "--ulp-profile", f"={good_csv}"], "LABEL"),
+        ("--ulp-profile without =", [fixture, *plots, "--ulp-profile", good_csv], "LABEL=CSV"),
+        ("--ulp-profile missing CSV", [fixture, *plots, "--ulp-profile", f"erf acc={bad}/none.csv"], "none.csv"),
+        ("CSV non-numeric cell", [fixture, *plots, "--ulp-profile", f"erf acc={csvs['abc.csv']}"],
+         "line 2"),
+        ("CSV empty", [fixture, *plots, "--ulp-profile", f"erf acc={csvs['empty.csv']}"], "empty.csv: empty"),
+        ("CSV header only", [fixture, *plots, "--ulp-profile", f"erf acc={csvs['header.csv']}"],
+         "no data rows"),
+        ("CSV without x column", [fixture, *plots, "--ulp-profile", f"erf acc={csvs['nox.csv']}"],
+         "no column x"),
+        ("CSV NaN row", [fixture, *plots, "--ulp-profile", f"erf acc={csvs['nan.csv']}"],
+         "finite"),
+        ("CSV short row", [fixture, *plots, "--ulp-profile", f"erf acc={csvs['short.csv']}"],
+         "no ulp value"),
+    ]
+    for what, args, expect in cases:
+        result = run_report(source, args)
+        lines = result.stderr.splitlines()
+        if (result.returncode != 2 or "Traceback" in result.stderr or len(lines) != 1
+                or not lines[0].startswith("gelukit_report: error: ") or expect not in lines[0] or result.stdout):
+            failures.append(f"malformed input, {what}: rc {result.returncode}, stdout {len(result.stdout)} chars, "
+                            f"stderr {result.stderr!r} (expected rc 2 and one error line with {expect!r})")
+    # Counters are checked in the rows that are used only: Google Benchmark's stddev aggregate
+    # next to a median is 0 when the repetitions agree, and the report must accept that file.
+    aggregates = [gelu(run_type="aggregate", aggregate_name=name, ns_per_elem=value)
+                  for name, value in (("mean", 2.0), ("median", 2.0), ("stddev", 0.0), ("cv", 0.0))]
+    result = run_report(source, [write("aggregates.json", bench(*aggregates))])
+    if result.returncode != 0 or "| acc_hand | 2.000 | 4.00 | n/a |" not in result.stdout:
+        failures.append(f"valid aggregates (stddev 0) refused: rc {result.returncode}, stderr {result.stderr!r}")
+    return len(cases) + 1
 
 
 def main():
@@ -25,8 +125,9 @@ def main():
     print(tool.stdout, end="")
     tool_lines = tool.stdout.splitlines()
     out = os.path.join(work, "report.md")
+    fixture = os.path.join(source, "tests", "data", "bench_fixture.json")
     subprocess.run([sys.executable, os.path.join(source, "scripts", "gelukit_report.py"),
-                    os.path.join(source, "tests", "data", "bench_fixture.json"), "--out", out,
+                    fixture, "--out", out,
                     "--plots-dir", os.path.join(work, "plots"), "--ulp-profile", f"erf acc={profile}"],
                    check=True, stdout=subprocess.DEVNULL)
     text = open(out, encoding="utf-8").read()
@@ -75,9 +176,10 @@ def main():
     grid_max = max(int(r.split(",")[1]) for r in rows) if rows else -1
     if len(grid) != 1 or not grid[0].endswith(f"their max_ulp={grid_max} (grid points only)"):
         failures.append(f"profile line does not state the CSV's maximum {grid_max}: {grid}")
+    malformed = check_malformed(source, work, fixture, failures)
     for failure in failures:
         print("FAIL:", failure)
-    print(f"gelukit_report test: {len(links)} plots, {len(failures)} failures")
+    print(f"gelukit_report test: {len(links)} plots, {malformed} malformed-input cases, {len(failures)} failures")
     return 1 if failures else 0
 
 
