@@ -87,12 +87,15 @@ if (KIND STREQUAL "tune")
     file(GLOB_RECURSE stray "${WORK}/*.tmp" "${WORK}/*.corrupt" "${WORK}/*probe*" "${WORK}/never.json"
          "${WORK}/missing")
     check("stray STREQUAL \"\"" "files were left behind: ${stray}")
+    # (GLOB_RECURSE lists no directories: the directory --out would have created is checked apart.)
+    check("NOT EXISTS \"${WORK}/missing\"" "the directory ${WORK}/missing was created")
 elseif (KIND STREQUAL "accuracy")
     # --samples: 1 to 2^32; negative values refused explicitly (CLI11 read -1 as 2^64 - 1, and
     # samples + 131072 wrapped); all of these ended in std::bad_alloc.
     set(bounds "--samples: must be an integer from 1 to 4294967296")
     refused("${bounds}" --samples 1099511627776)
     refused("${bounds}" --samples 18446744073709551615)
+    refused("010 has a leading 0" --samples 010)
     refused("${bounds}" --samples 18446744073709551616)
     refused("${bounds}" --samples 4294967297)
     refused("${bounds}" --samples 0)

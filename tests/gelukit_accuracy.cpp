@@ -54,6 +54,8 @@ std::string check_samples(const std::string &text) {
     const std::string bounds = "an integer from 1 to " + std::to_string(kMaxSamples) + " (2^32, every float32 input)";
     if (ec == std::errc::result_out_of_range) return "must be " + bounds + " (got " + text + ")";
     if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) return text + " is not an integer";
+    // CLI11 converts the value with base 0 (strtoull): a leading 0 would be read as octal.
+    if (t.size() > 1 && t[0] == '0') return text + " has a leading 0 (CLI11 would read it as octal): write it without";
     if (v < 1 || v > kMaxSamples) return "must be " + bounds + " (got " + text + ")";
     return "";
 }

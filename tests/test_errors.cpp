@@ -93,6 +93,11 @@ TEST_F(Errors, BadStrides) {
     TensorView wide2 = TensorView::strided(cell, DType::F32, {(int64_t(1) << 33) + 1, 2},
                                            {int64_t(1) << 30, (int64_t(1) << 30) + 1});
     expect_error([&] { gelu_forward(wide2, wide2); }, ErrorCode::TooLarge, "spans 2^62 bytes");
+    // An extent 0 anywhere makes the view empty, whatever the others are: a no-op in either order.
+    TensorView empty_last = TensorView::strided(nullptr, DType::F32, {int64_t(1) << 40, int64_t(1) << 40, 0}, {1, 1, 1});
+    TensorView empty_first = TensorView::strided(nullptr, DType::F32, {0, int64_t(1) << 40, int64_t(1) << 40}, {1, 1, 1});
+    EXPECT_NO_THROW(gelu_forward(empty_last, empty_last));
+    EXPECT_NO_THROW(gelu_forward(empty_first, empty_first));
     // A span that would run past the end of the address space.
     TensorView top = TensorView::strided(reinterpret_cast<void *>(~uintptr_t(0) - 64), DType::F32, {1 << 20}, {1});
     expect_error([&] { gelu_forward(top, top); }, ErrorCode::TooLarge, "address space");

@@ -667,6 +667,17 @@ TEST(FfnErrors, HugeSizesMovedFromAndUnitStrides) {
         narrow.forward(TensorView::strided(nullptr, DType::F32, {1, 1}, {1, 1}), TensorView::strided(&y1, DType::F32, {1, 1}, {1, 1}));
     });
 
+    // M and row stride both legal (2^31 - 1) but the span is ~2^64 bytes: TooLarge (a wrapped end
+    // let the overlap check pass out inside h).
+    FeedForwardWeights sq;
+    sq.w1 = TensorView::contiguous(w1.data(), DType::F32, {4, 4});
+    sq.w2 = TensorView::contiguous(w2.data(), DType::F32, {4, 4});
+    FeedForward square(sq, FeedForwardOptions{});
+    const int64_t big = std::numeric_limits<int32_t>::max();
+    expect_error(ErrorCode::TooLarge, "h spans 2^62 bytes", [&] {
+        square.forward(TensorView::strided(h.data(), DType::F32, {big, 4}, {big, 1}),
+                       TensorView::strided(h.data() + 4, DType::F32, {big, 4}, {big, 1}));
+    });
     FeedForward moved_to(std::move(narrow));
     EXPECT_EQ(moved_to.d_model(), 1);
     expect_error(ErrorCode::InvalidArgument, "moved from", [&] { (void)narrow.d_model(); });

@@ -110,17 +110,28 @@ TEST(SafeTensors, DeeplyNestedShapeRefusedWithoutEcho) {
     expect_refused(write_file("deep", header, {}), "shape entry 0 is not an integer");
 }
 
+// An invalid header is reported without quoting all of it (nlohmann's message quotes the token
+// it stopped at: here 100,000 bytes).
+TEST(SafeTensors, LongInvalidHeaderNotEchoed) {
+    expect_refused(write_file("long_token", "{\"" + std::string(100000, 'a'), {}), "not valid JSON");
+}
+
 // A zero extent anywhere makes an empty tensor, whatever the other extents are.
 TEST(SafeTensors, EmptyTensorsWithHugeExtents) {
     const int64_t big = int64_t(1) << 40;
     nlohmann::json h = {{"tail_zero", entry("F32", {big, big, 0}, 0, 0)},
                         {"head_zero", entry("F32", {0, big, big}, 0, 0)},
+                        {"rows_zero", entry("F32", {0, 768}, 4, 4)},
                         {"x", entry("F32", {1}, 0, 4)}};
     SafeTensorsFile f(write_file("empty", h.dump(), float_bytes({5})));
     for (const char *name : {"tail_zero", "head_zero"}) {
         const TensorView v = f.tensor(name);
         EXPECT_EQ(v.numel(), 0) << name;
     }
+    // A valid empty tensor whose strides fit keeps the contiguous ones (torch.empty(0, 768)).
+    const TensorView rows = f.tensor("rows_zero");
+    EXPECT_EQ(rows.strides[0], 768);
+    EXPECT_EQ(rows.strides[1], 1);
     EXPECT_EQ(*static_cast<const float *>(f.tensor("x").data), 5.0f);
 }
 

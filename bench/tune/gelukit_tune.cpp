@@ -224,6 +224,41 @@ std::string knobs_label(const Knobs &k) {
 // ---------------------------------------------------------------------------------------------
 // Workloads: bind a built generator's inputs, run it, check the output.
 
+// Storage of the workloads' Halide buffers: 128-byte aligned like Halide's own allocation
+// (HALIDE_RUNTIME_BUFFER_ALLOCATION_ALIGNMENT), so candidates are timed on the alignment the
+// benchmarks and callers see; but a failed allocation throws std::bad_alloc (main reports it),
+// where Halide's constructs into the null pointer (a segfault for a huge workload).
+class AlignedStore {
+public:
+    template<typename T>
+    Buffer<T> buffer(const std::vector<int> &sizes) {
+        return Buffer<T>(static_cast<T *>(get(sizeof(T), sizes)), sizes);
+    }
+    Buffer<> buffer(const Halide::Type &t, const std::vector<int> &sizes) {
+        return Buffer<>(t, get(t.bytes(), sizes), sizes);
+    }
+
+private:
+    struct Free {
+        void operator()(void *p) const {
+            std::free(p);
+        }
+    };
+    std::vector<std::unique_ptr<void, Free>> blocks_;
+    void *get(std::size_t elem_bytes, const std::vector<int> &sizes) {
+        std::size_t bytes = elem_bytes;
+        for (int n : sizes) {
+            bytes *= std::size_t(n);
+        }
+        void *p = std::aligned_alloc(128, std::max<std::size_t>(128, (bytes + 127) / 128 * 128));
+        if (p == nullptr) {
+            throw std::bad_alloc();
+        }
+        blocks_.emplace_back(p);
+        return p;
+    }
+};
+
 struct Workload {
     virtual ~Workload() = default;
     virtual std::string generator() const = 0;
@@ -274,9 +309,7 @@ struct GeluWorkload final : Workload {
     Form form;
     gelukit::Math math;
     int64_t n;
-    // The storage is ours (std::vector throws std::bad_alloc, which main reports): Halide's own
-    // buffer allocation dereferences a failed malloc (a segfault for a huge --gelu-n).
-    std::vector<uint8_t> x_mem, dy_mem, out_mem;
+    AlignedStore store;
     Buffer<> x, dy, out;
 
     GeluWorkload(bool bwd, DType d, Form f, gelukit::Math m, int64_t elems, uint32_t seed)
@@ -286,10 +319,9 @@ struct GeluWorkload final : Workload {
         // from a wide range, so the check covers the far tails too.
         const Halide::Type t = halide_type(dt);
         const std::vector<int> sizes = {static_cast<int>(n), 1, 1, 1};
-        for (auto [mem, buf] : {std::pair{&x_mem, &x}, {&dy_mem, &dy}, {&out_mem, &out}}) {
-            mem->resize(std::size_t(n) * t.bytes());
-            *buf = Buffer<>(t, mem->data(), sizes);
-        }
+        x = store.buffer(t, sizes);
+        dy = store.buffer(t, sizes);
+        out = store.buffer(t, sizes);
         std::mt19937 rng(seed);
         std::normal_distribution<double> act(0.0, 3.0);
         std::uniform_real_distribution<double> wide(-60.0, 60.0), grad(-2.0, 2.0);
@@ -387,6 +419,7 @@ struct FfnWorkload final : Workload {
     bool fast;       // math=fast (float32 GELU epilogue: the CUDA kernels) or acc (float64, CPU)
     int m, d_model, d_ff;
     std::vector<float> h, w1, b1, w2, b2;  // PyTorch layouts
+    AlignedStore store;
     Buffer<float> hb, w1p, b1p, w2p, b2p, w1raw, w2raw, out;
     std::vector<double> ref, bound;
 
@@ -394,16 +427,16 @@ struct FfnWorkload final : Workload {
         return (n + kPanel - 1) / kPanel;
     }
     // packed[po][ko][pi][0] = W[po*kPanel + pi][ko]; Halide dims (kk, pi, ko, po).
-    static Buffer<float> pack(const std::vector<float> &w, int n_out, int k_in, int k_pad) {
-        Buffer<float> p(1, kPanel, k_pad, panels(n_out));
+    Buffer<float> pack(const std::vector<float> &w, int n_out, int k_in, int k_pad) {
+        Buffer<float> p = store.buffer<float>({1, kPanel, k_pad, panels(n_out)});
         p.fill(0.0f);
         for (int o = 0; o < n_out; o++) {
             for (int k = 0; k < k_in; k++) p(0, o % kPanel, k, o / kPanel) = w[size_t(o) * k_in + k];
         }
         return p;
     }
-    static Buffer<float> pack_bias(const std::vector<float> &b) {
-        Buffer<float> p(kPanel, panels(static_cast<int>(b.size())));
+    Buffer<float> pack_bias(const std::vector<float> &b) {
+        Buffer<float> p = store.buffer<float>({kPanel, panels(static_cast<int>(b.size()))});
         p.fill(0.0f);
         for (size_t i = 0; i < b.size(); i++) p(int(i % kPanel), int(i / kPanel)) = b[i];
         return p;
@@ -423,7 +456,7 @@ struct FfnWorkload final : Workload {
         fill(b1, d_ff, wgt);
         fill(w2, size_t(d_model) * d_ff, wgt);
         fill(b2, d_model, wgt);
-        hb = Buffer<float>(d_model, m);
+        hb = store.buffer<float>({d_model, m});
         std::copy(h.begin(), h.end(), hb.data());
         w1p = pack(w1, d_ff, d_model, d_model);
         b1p = pack_bias(b1);
@@ -432,7 +465,7 @@ struct FfnWorkload final : Workload {
         // pack_weights = 0 candidates read the nn.Linear matrices themselves: Halide dims (k, n).
         w1raw = Buffer<float>(w1.data(), d_model, d_ff);
         w2raw = Buffer<float>(w2.data(), d_ff, d_model);
-        out = ffn ? Buffer<float>(d_model, m) : Buffer<float>(d_ff, m);
+        out = store.buffer<float>({ffn ? d_model : d_ff, m});
         reference();
     }
     // Double-precision ground truth and a rigorous per-output error bound for float32
@@ -1447,8 +1480,9 @@ int main(int argc, char **argv) {
     try {
         return tune_main(argc, argv);
     } catch (const std::bad_alloc &) {
-        std::cerr << "gelukit_tune: error: out of memory (the workloads hold 3 x --gelu-n elements and the "
-                     "BERT-base FFN's weights; try a smaller --gelu-n)\n";
+        std::cerr << "gelukit_tune: error: out of memory (the GELU workload holds 3 x --gelu-n elements, the FFN "
+                     "workload --ffn-m x --ffn-d-model activations and 2 x --ffn-d-model x --ffn-d-ff weights, "
+                     "twice: try smaller sizes)\n";
     } catch (const std::exception &e) {
         std::cerr << "gelukit_tune: error: " << e.what() << "\n";
     } catch (...) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <string>
 #include <utility>
@@ -95,11 +96,23 @@ const FfnEntry &find_kernel(const FeedForwardOptions &o) {
     return *found;
 }
 
-// [begin, end) of a view's bytes (rows may be padded).
+// [begin, end) of a view's bytes (rows may be padded). The span is computed with overflow checks
+// and must stay below 2^62 bytes and inside the address space (TensorView's limits, tensor.h):
+// rows and row stride up to 2^31 - 1 each reach 2^64 bytes, and a wrapped end would let the
+// overlap checks below pass views that do overlap.
 std::pair<const uint8_t *, const uint8_t *> byte_range(const void *data, int64_t rows, int64_t row_stride,
-                                                       int64_t cols, std::size_t es) {
+                                                       int64_t cols, std::size_t es, const char *what) {
     const auto *b = static_cast<const uint8_t *>(data);
-    return {b, b + std::size_t(rows > 0 ? (rows - 1) * row_stride + cols : 0) * es};
+    int64_t elems = 0, bytes = 0;
+    const bool overflow = rows > 0 && (__builtin_mul_overflow(rows - 1, row_stride, &elems) ||
+                                       __builtin_add_overflow(elems, cols, &elems) ||
+                                       __builtin_mul_overflow(elems, int64_t(es), &bytes));
+    if (overflow || bytes >= (int64_t(1) << 62) ||
+        reinterpret_cast<uintptr_t>(b) > std::numeric_limits<uintptr_t>::max() - uintptr_t(bytes)) {
+        throw Error(ErrorCode::TooLarge, std::string("FeedForward::forward: ") + what +
+                                             " spans 2^62 bytes or more, or past the end of the address space");
+    }
+    return {b, b + bytes};
 }
 
 constexpr int64_t kMaxDim = INT32_MAX;
@@ -501,8 +514,8 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
         return;
     }
     const std::size_t es = dtype_size(dt);
-    const auto [hb, he] = byte_range(h.data, M, h.strides[0], h.shape[1], es);
-    const auto [ob, oe] = byte_range(out.data, M, out.strides[0], out.shape[1], es);
+    const auto [hb, he] = byte_range(h.data, M, h.strides[0], h.shape[1], es, "h");
+    const auto [ob, oe] = byte_range(out.data, M, out.strides[0], out.shape[1], es, "out");
     if (hb < oe && ob < he) {
         throw bad("out overlaps h; the block reads all of h's row while writing it (use a separate buffer)");
     }
@@ -518,7 +531,7 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
         if (!im.options.borrow_weights || b.rows == nullptr) {
             continue;
         }
-        const auto [wb, we] = byte_range(b.rows, b.n, b.k, b.k, es);
+        const auto [wb, we] = byte_range(b.rows, b.n, b.k, b.k, es, b.what);
         if (wb < oe && ob < we) {
             throw bad(std::string("out overlaps the borrowed weight ") + b.what + " (borrow_weights: the kernel reads it "
                       "during the call)");

@@ -92,8 +92,9 @@ void validate_view(const char *fn, const Operand &op) {
                                                  " exceeds 2^31-1 elements (" + v.describe() + ")");
         }
     }
-    int64_t count = 1;
-    for (int d = 0; d < v.rank; d++) {
+    // (An extent 0 anywhere makes the view empty, whatever the other extents are.)
+    int64_t count = v.numel() == 0 ? 0 : 1;
+    for (int d = 0; d < v.rank && count != 0; d++) {
         if (__builtin_mul_overflow(count, v.shape[d], &count) || count > (int64_t(1) << 62)) {
             throw Error(ErrorCode::TooLarge, where + ": more than 2^62 elements (" + v.describe() + ")");
         }
@@ -116,7 +117,7 @@ void validate_view(const char *fn, const Operand &op) {
         }
         overflow = overflow || __builtin_add_overflow(last, int64_t(1), &last) ||
                    __builtin_mul_overflow(last, int64_t(dtype_size(v.dtype)), &bytes) ||
-                   bytes > (int64_t(1) << 62) ||
+                   bytes >= (int64_t(1) << 62) ||
                    reinterpret_cast<uintptr_t>(v.data) > std::numeric_limits<uintptr_t>::max() - uintptr_t(bytes);
         if (overflow) {
             throw Error(ErrorCode::TooLarge, where + ": spans 2^62 bytes or more, or past the end of the address space (" +

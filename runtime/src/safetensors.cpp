@@ -185,7 +185,12 @@ void SafeTensorsFile::Impl::read_file() {
     try {
         j = nlohmann::json::parse(header, on_event);
     } catch (const nlohmann::json::exception &e) {
-        fail(std::string("header is not valid JSON: ") + e.what());
+        // (nlohmann's message quotes the token it stopped at, which can be the whole header.)
+        std::string what = e.what();
+        if (what.size() > 300) {
+            what = what.substr(0, 300) + "...";
+        }
+        fail("header is not valid JSON: " + what);
     }
     if (!duplicate.empty()) {
         fail("header names \"" + name_text(duplicate) + "\" more than once");
@@ -348,7 +353,7 @@ DType SafeTensorsFile::dtype(const std::string &name) const {
     const Impl::Entry &e = im.find(name);
     DType dt;
     if (!to_gelukit_dtype(e.dtype, &dt)) {
-        im.fail(name, "dtype " + e.dtype + " is not supported (F32, BF16 or F16 expected)");
+        im.fail(name, "dtype " + name_text(e.dtype) + " is not supported (F32, BF16 or F16 expected)");
     }
     return dt;
 }
@@ -365,15 +370,23 @@ TensorView SafeTensorsFile::tensor(const std::string &name) const {
     v.data = const_cast<unsigned char *>(e.ptr);  // read-only: see safetensors.h
     v.dtype = dt;
     v.rank = static_cast<int>(e.shape.size());
-    // An empty tensor (some extent 0) gets strides 1: no element is addressed, and its other
-    // extents may be too large for int64 strides (the file is valid).
+    // Row-major strides as TensorView::contiguous gives them (an extent 0 counts as 1). An empty
+    // tensor (some extent 0) addresses no element, and its other extents may be too large for
+    // int64 strides although the file is valid: then it gets strides 1.
     const bool empty = std::find(e.shape.begin(), e.shape.end(), int64_t(0)) != e.shape.end();
     int64_t stride = 1;
+    bool overflow = false;
     for (int d = v.rank - 1; d >= 0; d--) {
         v.shape[d] = e.shape[static_cast<std::size_t>(d)];
-        v.strides[d] = empty ? 1 : stride;
-        if (!empty && __builtin_mul_overflow(stride, v.shape[d], &stride)) {
+        v.strides[d] = stride;
+        overflow = overflow || __builtin_mul_overflow(stride, v.shape[d] > 0 ? v.shape[d] : 1, &stride);
+    }
+    if (overflow) {
+        if (!empty) {
             im.fail(name, "shape too large for int64 strides");
+        }
+        for (int d = 0; d < v.rank; d++) {
+            v.strides[d] = 1;
         }
     }
     return v;
