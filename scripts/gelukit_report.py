@@ -164,15 +164,20 @@ def sort_value(text):
         return (1, 0.0, text)
 
 
+def _unreadable(e, path):
+    """The ReportError for a file that cannot be read (OSError) or is not UTF-8 text."""
+    if isinstance(e, UnicodeDecodeError):
+        return ReportError(f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x}: {e.reason})")
+    return ReportError(f"cannot read {path}: {_os_reason(e, path)}")
+
+
 def read_json(path):
     """The parsed JSON document at path; a file that cannot be read or parsed is a ReportError."""
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    except OSError as e:
-        raise ReportError(f"cannot read {path}: {_os_reason(e, path)}") from None
-    except UnicodeDecodeError as e:
-        raise ReportError(f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x}: {e.reason})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise _unreadable(e, path) from None
     except json.JSONDecodeError as e:
         raise ReportError(f"{path} is not valid JSON: {e}") from None
     except RecursionError:
@@ -321,10 +326,8 @@ def load_ulp_profile(path):
                     values.append(value)
                 xs.append(values[0])
                 ys.append(values[1])
-    except OSError as e:
-        raise ReportError(f"cannot read {path}: {_os_reason(e, path)}") from None
-    except UnicodeDecodeError as e:
-        raise ReportError(f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x}: {e.reason})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise _unreadable(e, path) from None
     except csv.Error as e:
         raise ReportError(f"{path} is not a valid CSV file: {e}") from None
     if not xs:

@@ -407,17 +407,6 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
 }
 
 namespace {
-// Every public member goes through this: a moved-from FeedForward has no Impl. (A template, so
-// that the private Impl type is deduced rather than named.)
-template <class ImplT>
-const ImplT &live(const std::unique_ptr<ImplT> &impl, const char *fn) {
-    if (!impl) {
-        throw Error(ErrorCode::InvalidArgument,
-                    std::string("FeedForward::") + fn + ": this object was moved from; use the one it was moved to");
-    }
-    return *impl;
-}
-
 // h or out with the strides of its extent-1 dimensions made canonical (a single row at row
 // stride = its length, a single column at stride 1): such strides address nothing, so any value
 // is accepted (as the GELU calls do), and the checks and buffers below see the dense layout.
@@ -440,22 +429,22 @@ FeedForward::FeedForward(FeedForward &&) noexcept = default;
 FeedForward &FeedForward::operator=(FeedForward &&) noexcept = default;
 
 int64_t FeedForward::d_model() const {
-    return live(impl_, "d_model").d_model;
+    return detail::live_impl(impl_, "FeedForward", "d_model").d_model;
 }
 int64_t FeedForward::d_ff() const {
-    return live(impl_, "d_ff").d_ff;
+    return detail::live_impl(impl_, "FeedForward", "d_ff").d_ff;
 }
 int64_t FeedForward::d_out() const {
-    return live(impl_, "d_out").d_out();
+    return detail::live_impl(impl_, "FeedForward", "d_out").d_out();
 }
 const FeedForwardOptions &FeedForward::options() const {
-    return live(impl_, "options").options;
+    return detail::live_impl(impl_, "FeedForward", "options").options;
 }
 const std::string &FeedForward::kernel_name() const {
-    return live(impl_, "kernel_name").kernel->info.name;
+    return detail::live_impl(impl_, "FeedForward", "kernel_name").kernel->info.name;
 }
 double FeedForward::flops_per_row() const {
-    const Impl &im = live(impl_, "flops_per_row");
+    const Impl &im = detail::live_impl(impl_, "FeedForward", "flops_per_row");
     const double first = 2.0 * double(im.d_model) * double(im.d_ff);
     const double second = 2.0 * double(im.d_ff) * double(im.d_out2);
     switch (im.options.kind) {
@@ -469,7 +458,7 @@ double FeedForward::flops_per_row() const {
 }
 
 void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) const {
-    const Impl &im = live(impl_, "forward");
+    const Impl &im = detail::live_impl(impl_, "FeedForward", "forward");
     const DType dt = im.options.dtype;
     const int64_t d_out = im.d_out();
     auto bad = [&](const std::string &msg) { return Error(ErrorCode::InvalidArgument, "FeedForward::forward: " + msg); };

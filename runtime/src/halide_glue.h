@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "HalideRuntime.h"
+#include "gelukit/error.h"
 #include "gelukit/tensor.h"
 
 namespace gelukit::detail {
@@ -21,6 +23,18 @@ void check_halide_status(int status, const std::string &kernel_name);
 
 // The Halide element type of a storage dtype.
 halide_type_t halide_type_of(DType dt);
+
+// The Impl of a pimpl class (FeedForward, SafeTensorsFile), or Error(InvalidArgument) naming
+// `cls::fn` if the object was moved from (its unique_ptr is null). A template, so that the
+// class's private Impl type is deduced rather than named.
+template<typename ImplT>
+const ImplT &live_impl(const std::unique_ptr<ImplT> &impl, const char *cls, const char *fn) {
+    if (!impl) {
+        throw Error(ErrorCode::InvalidArgument,
+                    std::string(cls) + "::" + fn + ": this object was moved from; use the one it was moved to");
+    }
+    return *impl;
+}
 
 // View checks shared by the CPU (gelu.cpp) and CUDA (cuda.cpp) entry points. Views passed here
 // have non-negative extents and strides >= 1 in every dimension of extent > 1.

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gelukit/error.h"
+#include "halide_glue.h"
 
 namespace gelukit {
 namespace {
@@ -116,19 +117,6 @@ struct SafeTensorsFile::Impl {
     void parse_entry(const std::string &name, const nlohmann::json &value);
     void check_coverage() const;
 };
-
-namespace {
-// Every public member goes through this: a moved-from SafeTensorsFile has no Impl. (A template,
-// so that the private Impl type is deduced rather than named.)
-template <class ImplT>
-const ImplT &live(const std::unique_ptr<ImplT> &impl, const char *fn) {
-    if (!impl) {
-        throw Error(ErrorCode::InvalidArgument,
-                    std::string("SafeTensorsFile::") + fn + ": this object was moved from; use the one it was moved to");
-    }
-    return *impl;
-}
-}  // namespace
 
 void SafeTensorsFile::Impl::read_file() {
     std::FILE *f = std::fopen(path.c_str(), "rb");
@@ -323,12 +311,12 @@ SafeTensorsFile::SafeTensorsFile(SafeTensorsFile &&) noexcept = default;
 SafeTensorsFile &SafeTensorsFile::operator=(SafeTensorsFile &&) noexcept = default;
 
 const std::string &SafeTensorsFile::path() const {
-    return live(impl_, "path").path;
+    return detail::live_impl(impl_, "SafeTensorsFile", "path").path;
 }
 
 std::vector<std::string> SafeTensorsFile::names() const {
     std::vector<std::string> out;
-    const Impl &im = live(impl_, "names");
+    const Impl &im = detail::live_impl(impl_, "SafeTensorsFile", "names");
     out.reserve(im.entries.size());
     for (const auto &kv : im.entries) {
         out.push_back(kv.first);
@@ -337,19 +325,19 @@ std::vector<std::string> SafeTensorsFile::names() const {
 }
 
 bool SafeTensorsFile::contains(const std::string &name) const {
-    return live(impl_, "contains").entries.count(name) != 0;
+    return detail::live_impl(impl_, "SafeTensorsFile", "contains").entries.count(name) != 0;
 }
 
 std::vector<int64_t> SafeTensorsFile::shape(const std::string &name) const {
-    return live(impl_, "shape").find(name).shape;
+    return detail::live_impl(impl_, "SafeTensorsFile", "shape").find(name).shape;
 }
 
 const std::string &SafeTensorsFile::stored_dtype(const std::string &name) const {
-    return live(impl_, "stored_dtype").find(name).dtype;
+    return detail::live_impl(impl_, "SafeTensorsFile", "stored_dtype").find(name).dtype;
 }
 
 DType SafeTensorsFile::dtype(const std::string &name) const {
-    const Impl &im = live(impl_, "dtype");
+    const Impl &im = detail::live_impl(impl_, "SafeTensorsFile", "dtype");
     const Impl::Entry &e = im.find(name);
     DType dt;
     if (!to_gelukit_dtype(e.dtype, &dt)) {
@@ -359,7 +347,7 @@ DType SafeTensorsFile::dtype(const std::string &name) const {
 }
 
 TensorView SafeTensorsFile::tensor(const std::string &name) const {
-    const Impl &im = live(impl_, "tensor");
+    const Impl &im = detail::live_impl(impl_, "SafeTensorsFile", "tensor");
     const Impl::Entry &e = im.find(name);
     const DType dt = dtype(name);
     if (e.shape.size() > static_cast<std::size_t>(TensorView::kMaxRank)) {
