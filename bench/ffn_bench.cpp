@@ -2,7 +2,10 @@
 //
 // Names (report tools split on '/'):
 //   ffn/<dtype>/<form>/<variant>/M:<m>/d_model:<d>/d_ff:<f>/threads:<t>
-//     variant   gelukit: <kind>_<schedule> (ffn_hand, ffn_adams2019, ffn_naive, geglu_hand, ...)
+//     variant   gelukit: <kind>_<schedule> (ffn_hand, ffn_adams2019, ffn_naive, geglu_hand, ...),
+//               each the registry kernel of that schedule pinned by name; <kind>_amx: the Intel
+//               AMX kernel (ffn_bf16_erf_amx), registered only where AMX is usable (the kernel
+//               Schedule::Hand takes there)
 //               onednn_fused    matmul + bias + GELU post-op, then matmul + bias (weights in
 //                               oneDNN's preferred blocked layout, reordered once)
 //               onednn_unfused  matmul + bias, a separate eltwise GELU, matmul + bias
@@ -14,8 +17,9 @@
 //   GFLOPs      FLOP per second / 1e9, FLOP = 2 * M * (d_model * d_ff per GEMM) (bias and GELU not
 //               counted, as oneDNN and papers count)
 //   pct_peak    GFLOPs / the float32 FMA peak measured by fma_peak.cpp at the same thread count
-//               (bf16 rows too: gelukit's bf16 runs on vdpbf16ps; oneDNN's on AMX tiles, which
-//               exceed the float32 FMA peak, see README)
+//               (bf16 rows too: gelukit's bf16 hand kernel runs on vdpbf16ps; its _amx kernel
+//               and oneDNN's bf16 on AMX tiles where the CPU has them, which exceed the float32
+//               FMA peak, see README)
 //   ms          milliseconds per call (real time)
 //   max_abs_err minilm rows: max |out - double reference| over the output (gelukit and oneDNN)
 #include "ffn_bench.h"
@@ -167,7 +171,9 @@ double max_abs_err(const Tensor &out, const std::vector<double> &ref) {
 }
 
 // borrow: FeedForwardOptions::borrow_weights, the kernel that packs panels per task itself.
-void BM_Gelukit(benchmark::State &state, Workload w, DType dt, Schedule sched, bool borrow, int threads) {
+// kernel: the registry kernel pinned by name (FeedForwardOptions::kernel); empty: by schedule.
+void BM_Gelukit(benchmark::State &state, Workload w, DType dt, Schedule sched, bool borrow, int threads,
+                const std::string &kernel) {
     try {
         gelukit::set_num_threads(threads);
         const Data &d = data_for(w);
@@ -186,6 +192,7 @@ void BM_Gelukit(benchmark::State &state, Workload w, DType dt, Schedule sched, b
         }
         FeedForwardOptions o;
         o.kind = w.kind, o.form = w.form, o.dtype = dt, o.schedule = sched, o.borrow_weights = borrow;
+        o.kernel = kernel;
         FeedForward ffn(fw, o);
         const TensorView hv = TensorView::contiguous(h.data(), dt, {w.M, w.d_model});
         const TensorView ov = TensorView::contiguous(out.data(), dt, {w.M, d_out});
@@ -237,14 +244,46 @@ std::string name(const Workload &w, DType dt, const std::string &variant, int th
            "/threads:" + std::to_string(threads);
 }
 
-bool built(FfnKind kind, DType dt, Form form, Schedule s, bool packed = true) {
+bool is_amx(const FfnKernelInfo &k) {
+    return k.name.size() > 4 && k.name.compare(k.name.size() - 4, 4, "_amx") == 0;
+}
+
+// The name of the built kernel for (kind, dtype, form, schedule, layout), AMX ones excluded
+// ("" if none is built).
+std::string built_name(FfnKind kind, DType dt, Form form, Schedule s, bool packed = true) {
     for (const FfnKernelInfo &k : ffn_kernels()) {
         if (k.kind == kind && k.dtype == dt && k.form == form_name(form) && k.schedule == s &&
-            k.packed_weights == packed) {
-            return true;
+            k.packed_weights == packed && !is_amx(k)) {
+            return k.name;
         }
     }
-    return false;
+    return "";
+}
+bool built(FfnKind kind, DType dt, Form form, Schedule s, bool packed = true) {
+    return !built_name(kind, dt, form, s, packed).empty();
+}
+
+// The AMX kernel for (kind, dtype, form) if one is built and runs on this machine (pinning it
+// is refused with Unsupported where AMX is not usable: CPU, OS grant, GELUKIT_MAX_ISA).
+std::string usable_amx(FfnKind kind, DType dt, Form form) {
+    for (const FfnKernelInfo &k : ffn_kernels()) {
+        if (!is_amx(k) || k.kind != kind || k.dtype != dt || k.form != form_name(form)) {
+            continue;
+        }
+        std::vector<uint16_t> zeros(64 * 64, 0);
+        FeedForwardWeights fw;
+        fw.w1 = TensorView::contiguous(zeros.data(), dt, {64, 64});
+        fw.w2 = TensorView::contiguous(zeros.data(), dt, {64, 64});
+        FeedForwardOptions o;
+        o.kind = kind, o.dtype = dt, o.form = form, o.kernel = k.name;
+        try {
+            FeedForward probe(fw, o);
+            return k.name;
+        } catch (const gelukit::Error &) {
+            return "";
+        }
+    }
+    return "";
 }
 
 }  // namespace
@@ -265,9 +304,10 @@ void register_ffn_benchmarks(int threads) {
                 if (s == Schedule::Naive && (w.M > 16 || threads > 1)) {
                     continue;
                 }
-                auto add = [&](const std::string &variant, bool borrow) {
-                    benchmark::RegisterBenchmark(name(w, dt, variant, threads).c_str(),
-                                                 [=](benchmark::State &st) { BM_Gelukit(st, w, dt, s, borrow, threads); })
+                auto add = [&](const std::string &variant, bool borrow, const std::string &kernel = "") {
+                    benchmark::RegisterBenchmark(name(w, dt, variant, threads).c_str(), [=](benchmark::State &st) {
+                        BM_Gelukit(st, w, dt, s, borrow, threads, kernel);
+                    })
                         ->UseRealTime()
                         ->Unit(benchmark::kMillisecond);
                 };
@@ -281,10 +321,19 @@ void register_ffn_benchmarks(int threads) {
                     continue;
                 }
                 // The packed kernel, and where built the one reading nn.Linear matrices
-                // ("<kind>_hand_unpacked": borrowed weights, panels packed per task).
+                // ("<kind>_hand_unpacked": borrowed weights, panels packed per task). Pinned by
+                // name: Schedule::Hand alone takes the AMX kernel where it runs, which has its
+                // own row ("<kind>_amx").
                 for (bool packed : {true, false}) {
-                    if (built(w.kind, dt, w.form, s, packed)) {
-                        add(packed ? variant : variant + "_unpacked", /*borrow=*/!packed);
+                    const std::string kernel = built_name(w.kind, dt, w.form, s, packed);
+                    if (!kernel.empty()) {
+                        add(packed ? variant : variant + "_unpacked", /*borrow=*/!packed, kernel);
+                    }
+                }
+                if (s == Schedule::Hand) {
+                    const std::string amx = usable_amx(w.kind, dt, w.form);
+                    if (!amx.empty()) {
+                        add(std::string(ffn_kind_name(w.kind)) + "_amx", /*borrow=*/false, amx);
                     }
                 }
             }

@@ -347,6 +347,27 @@ function(gelukit_add_ffn_kernels)
         string(APPEND inc "GELUKIT_FFN_KERNEL(${name}, ${kind}, ${dtype}, ${form}, ${schedule}, ${packed})\n")
         string(APPEND headers "#include \"${name}.h\"\n")
     endforeach ()
+    # Intel AMX (x86-64 builds): the bf16 exact-GELU FFN with both GEMMs on AMX tiles
+    # (generators/ffn_generator.cpp, schedule_amx). One target only, Sapphire Rapids: there is
+    # no dispatch wrapper, the runtime calls it only where AMX is usable (halide_glue.cpp,
+    # amx_usable) and else the hand kernel. Without large_buffers: Halide 21's AMX matcher needs
+    # 32-bit tile indices, so the runtime also keeps tensors of 2^31 bytes or more on the hand
+    # kernel.
+    if (GELUKIT_ARCH STREQUAL "x86-64")
+        set(saved_targets ${ARG_TARGETS})
+        set(saved_features ${ARG_FEATURES})
+        set(saved_inspect ${inspect_target})
+        set(ARG_TARGETS x86-64-linux-avx512_sapphirerapids)
+        set(ARG_FEATURES)
+        set(inspect_target x86-64-linux-avx512_sapphirerapids)
+        _gelukit_kernel_library(ffn_bf16_erf_amx REGISTERED ffn SCHEDULE hand
+                                PARAMS kind=ffn form=erf dtype=bfloat16 @SCHED@ amx=1)
+        string(APPEND inc "GELUKIT_FFN_KERNEL(ffn_bf16_erf_amx, ffn, bf16, erf, hand, 1)\n")
+        string(APPEND headers "#include \"ffn_bf16_erf_amx.h\"\n")
+        set(ARG_TARGETS ${saved_targets})
+        set(ARG_FEATURES ${saved_features})
+        set(inspect_target ${saved_inspect})
+    endif ()
     add_custom_target(gelukit_inspect_ffn ${_gelukit_inspect_all} DEPENDS ${inspect_outputs})
     file(CONFIGURE OUTPUT "${ARG_INC_FILE}" CONTENT "${inc}")
     get_filename_component(inc_dir "${ARG_INC_FILE}" DIRECTORY)

@@ -27,6 +27,7 @@
 
 #include "gelukit/error.h"
 #include "gelukit/ffn.h"
+#include "gelukit/runtime.h"
 #include "minilm.h"
 #include "support/reference.h"
 #include "support/scale.h"
@@ -197,7 +198,8 @@ Storage store(const std::vector<float> &x, DType dt) {
 
 // Runs the problem through FeedForward and returns the output as doubles. borrow: the kernel
 // that reads the caller's nn.Linear matrices (FeedForwardOptions::borrow_weights).
-std::vector<double> run(const Problem &p, Schedule sched, bool borrow = false) {
+// kernel: pin a registry kernel by name (FeedForwardOptions::kernel), else chosen by schedule.
+std::vector<double> run(const Problem &p, Schedule sched, bool borrow = false, const std::string &kernel = "") {
     const DType dt = p.dtype;
     Storage h = store(p.h, dt), w1 = store(p.w1, dt), b1 = store(p.b1, dt), v = store(p.v, dt),
             w2 = store(p.w2, dt), b2 = store(p.b2, dt);
@@ -214,7 +216,11 @@ std::vector<double> run(const Problem &p, Schedule sched, bool borrow = false) {
     FeedForwardOptions o;
     o.kind = p.kind, o.form = p.form, o.dtype = dt, o.schedule = sched, o.residual = p.residual;
     o.borrow_weights = borrow;
+    o.kernel = kernel;
     FeedForward ffn(w, o);
+    if (!kernel.empty()) {
+        EXPECT_EQ(ffn.kernel_name(), kernel);
+    }
     const int64_t d_out = p.kind == FfnKind::LinearGelu ? p.d_ff : p.d_model;
     Storage out;
     out.f.assign(std::size_t(p.M * d_out), std::nanf(""));
@@ -229,9 +235,10 @@ std::vector<double> run(const Problem &p, Schedule sched, bool borrow = false) {
 }
 
 // Returns the worst |y - ref| / bound; fails (with the position) when it exceeds 2.
-double check(const Problem &p, Schedule sched, const std::string &label, bool borrow = false) {
+double check(const Problem &p, Schedule sched, const std::string &label, bool borrow = false,
+             const std::string &kernel = "") {
     const Reference r = reference(p);
-    const std::vector<double> y = run(p, sched, borrow);
+    const std::vector<double> y = run(p, sched, borrow, kernel);
     double worst = 0.0;
     std::size_t at = 0;
     for (std::size_t i = 0; i < y.size(); i++) {
@@ -266,7 +273,7 @@ bool too_small_for(const FfnKernelInfo &k, const Problem &p) {
 // or is refused with Unsupported and a pointer to the hand schedule; never wrong or a crash.
 void expect_unsupported_or_correct(const FfnKernelInfo &k, const Problem &p) {
     try {
-        check(p, k.schedule, label(k, p), !k.packed_weights);
+        check(p, k.schedule, label(k, p), !k.packed_weights, k.name);
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ErrorCode::Unsupported) << e.what();
         EXPECT_NE(std::string(e.what()).find("use Schedule::Hand"), std::string::npos) << e.what();
@@ -275,8 +282,38 @@ void expect_unsupported_or_correct(const FfnKernelInfo &k, const Problem &p) {
 
 // Sizes that are multiples of no tile (kPanel 48, register rows 1/2/4/8, m_block 32, or 8 for the
 // f32 ffn on AVX-512), every M of the issue, with and without biases and residual.
+// The AMX kernels (ffn_bf16_erf_amx) run only where AMX is usable (CPU, OS grant, ISA cap):
+// elsewhere pinning one is refused with Unsupported, and their tests skip.
+bool is_amx_kernel(const FfnKernelInfo &k) {
+    return k.name.size() > 4 && k.name.compare(k.name.size() - 4, 4, "_amx") == 0;
+}
+bool amx_runs(const FfnKernelInfo &k, std::string *why) {
+    std::vector<uint16_t> w(64 * 64, 0);
+    FeedForwardWeights fw;
+    fw.w1 = TensorView::contiguous(w.data(), DType::BF16, {64, 64});
+    fw.w2 = TensorView::contiguous(w.data(), DType::BF16, {64, 64});
+    FeedForwardOptions o;
+    o.kind = k.kind, o.dtype = k.dtype, o.form = form_of(k), o.kernel = k.name;
+    try {
+        FeedForward f(fw, o);
+        return true;
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ErrorCode::Unsupported) << e.what();
+        *why = e.what();
+        return false;
+    }
+}
+#define GELUKIT_SKIP_UNUSABLE_AMX(k)                            \
+    do {                                                        \
+        std::string why;                                        \
+        if (is_amx_kernel(k) && !amx_runs(k, &why)) {           \
+            GTEST_SKIP() << why;                                \
+        }                                                       \
+    } while (0)
+
 TEST_P(FfnKernel, OddShapesAgainstDoubleReference) {
     const FfnKernelInfo &k = GetParam();
+    GELUKIT_SKIP_UNUSABLE_AMX(k);
     const bool second = k.kind != FfnKind::LinearGelu;
     uint32_t seed = 1;
     const int64_t dims[][2] = {{5, 7}, {7, 13}, {13, 100}, {100, 5}};
@@ -292,7 +329,7 @@ TEST_P(FfnKernel, OddShapesAgainstDoubleReference) {
                         expect_unsupported_or_correct(k, p);
                         continue;
                     }
-                    check(p, k.schedule, label(k, p), !k.packed_weights);
+                    check(p, k.schedule, label(k, p), !k.packed_weights, k.name);
                 }
             }
         }
@@ -303,6 +340,7 @@ TEST_P(FfnKernel, OddShapesAgainstDoubleReference) {
 // 16 tasks of 32 rows, or the 64 of 8) for the schedules fast enough to run it in a unit test.
 TEST_P(FfnKernel, ModelShapes) {
     const FfnKernelInfo &k = GetParam();
+    GELUKIT_SKIP_UNUSABLE_AMX(k);
     std::vector<std::array<int64_t, 3>> shapes = {{7, 384, 1536}};
     // Under qemu (softfloat double reference: ~3 s per shape) 33 rows, still two tasks of
     // m_block = 32 rows, one of them partial; and only for the exact-GELU and SiLU kernels (the
@@ -329,12 +367,45 @@ TEST_P(FfnKernel, ModelShapes) {
             expect_unsupported_or_correct(k, p);
             continue;
         }
-        check(p, k.schedule, label(k, p), !k.packed_weights);
+        check(p, k.schedule, label(k, p), !k.packed_weights, k.name);
     }
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, FfnKernel, ::testing::ValuesIn(ffn_kernels()),
                          [](const ::testing::TestParamInfo<FfnKernelInfo> &i) { return i.param.name; });
+
+// Schedule::Hand takes the AMX kernel exactly where it can run (and the hand kernel under an ISA
+// cap below avx512_sapphirerapids, as in the suite's GELUKIT_MAX_ISA runs); results agree with
+// the double reference either way, at M = 1 (one row padded to the AMX task's 32) and 33.
+TEST(FfnAmx, HandScheduleUsesAmxWhereUsable) {
+    const FfnKernelInfo *amx = nullptr;
+    for (const FfnKernelInfo &k : ffn_kernels()) {
+        if (is_amx_kernel(k)) {
+            amx = &k;
+        }
+    }
+    if (amx == nullptr) {
+        GTEST_SKIP() << "no AMX kernel in this build (x86-64 builds have ffn_bf16_erf_amx)";
+    }
+    std::string why;
+    const bool usable = amx_runs(*amx, &why);
+    std::vector<uint16_t> w(96 * 64, 0);
+    FeedForwardWeights fw;
+    fw.w1 = TensorView::contiguous(w.data(), DType::BF16, {96, 64});
+    fw.w2 = TensorView::contiguous(w.data(), DType::BF16, {64, 96});
+    FeedForwardOptions o;
+    o.kind = amx->kind, o.dtype = DType::BF16, o.form = Form::Erf, o.schedule = Schedule::Hand;
+    FeedForward f(fw, o);
+    EXPECT_EQ(f.kernel_name(), usable ? amx->name : std::string("ffn_bf16_erf_hand")) << why;
+    if (usable) {
+        EXPECT_EQ(dispatched_isa(), "avx512_sapphirerapids");
+    }
+    uint32_t seed = 77;
+    for (int64_t M : {1, 33}) {
+        Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, M, 96, 200, true, true, seed++);
+        check(p, Schedule::Hand, "hand/amx M=" + std::to_string(M));
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Handed cases (../shared/cases/handed-cases.md). A1: h = [1, 2], W1 (in x out) = [[1, -1],

@@ -51,6 +51,12 @@ const std::vector<FfnEntry> &registry() {
     return entries;
 }
 
+// The AMX kernels (schedule_amx in generators/ffn_generator.cpp) are named <row>_amx.
+bool is_amx(const FfnEntry &e) {
+    const std::string &n = e.info.name;
+    return n.size() > 4 && n.compare(n.size() - 4, 4, "_amx") == 0;
+}
+
 // The kernel for the options: the pinned one (options.kernel), else for the schedule: with
 // borrow_weights the one that reads nn.Linear matrices; otherwise the first packed one where
 // both are built (Schedule::Hand), else the one that exists (a tuned kernel built unpacked).
@@ -79,7 +85,7 @@ const FfnEntry &find_kernel(const FeedForwardOptions &o) {
     const FfnEntry *packed = nullptr, *unpacked = nullptr;
     for (const FfnEntry &e : registry()) {
         if (e.info.kind == o.kind && e.info.dtype == o.dtype && e.info.form == form &&
-            e.info.schedule == o.schedule) {
+            e.info.schedule == o.schedule && !is_amx(e)) {
             const FfnEntry *&slot = e.info.packed_weights ? packed : unpacked;
             slot = slot != nullptr ? slot : &e;
         }
@@ -123,6 +129,11 @@ constexpr int64_t kMaxFeatures = 44739242;
 // The Adams2019 FFN libraries are scheduled for the BERT-base estimate (generators/ffn_generator.cpp
 // set_estimates: 512 tokens, 768 / 3072 features); none of their tiles is larger.
 constexpr int64_t kAutoschedMinRows = 512, kAutoschedMinCols = 3072;
+// The AMX kernel (generators/ffn_generator.cpp, schedule_amx): its tasks are kAmxRows token rows
+// (shifted inwards, so M is padded up to that), its GEMMs step K by kAmxK (d_model and the padded
+// d_ff are padded to multiples of it: zero columns of h and zero weights add nothing), and it
+// indexes with 32 bits (tensors of 2^31 bytes or more go to the hand kernel).
+constexpr int64_t kAmxRows = 32, kAmxK = 32;
 
 // 64-byte aligned owned storage (one cache line / one zmm).
 struct AlignedBytes {
@@ -188,9 +199,11 @@ float load_float(const void *p, DType dt, int64_t i) {
 
 // Packs W [n][k] (PyTorch layout) into panels (ffn_layout.h), zero-padded to k_padded columns
 // (the kernel's reduction length: k rounded up to kpair, or for W2 to whole d_ff panels).
-void pack_panels(const TensorView &w, int64_t n, int64_t k, int64_t k_padded, DType dt, AlignedBytes &dst) {
+// n_panels: the number of panels (>= ceil(n / kPanel); extra ones are zero).
+void pack_panels(const TensorView &w, int64_t n, int64_t k, int64_t k_padded, int64_t n_panels, DType dt,
+                 AlignedBytes &dst) {
     const int kpair = ffn_layout::kpair_for_bits(int(dtype_size(dt)) * 8);
-    const int64_t np = ceil_div(n, kPanel), kp = ceil_div(k_padded, kpair);
+    const int64_t np = n_panels, kp = ceil_div(k_padded, kpair);
     const std::size_t es = dtype_size(dt);
     dst.allocate(std::size_t(np) * kPanel * kp * kpair * es);
     const uint8_t *src = static_cast<const uint8_t *>(w.data);
@@ -204,8 +217,8 @@ void pack_panels(const TensorView &w, int64_t n, int64_t k, int64_t k_padded, DT
     }
 }
 
-void pack_bias(const TensorView &b, int64_t n, DType dt, AlignedBytes &dst) {
-    dst.allocate(std::size_t(ceil_div(n, kPanel)) * kPanel * sizeof(float));
+void pack_bias(const TensorView &b, int64_t n, int64_t n_panels, DType dt, AlignedBytes &dst) {
+    dst.allocate(std::size_t(n_panels) * kPanel * sizeof(float));
     float *out = reinterpret_cast<float *>(dst.ptr.get());
     for (int64_t i = 0; b.data != nullptr && i < n; i++) {
         out[i] = load_float(b.data, dt, i);
@@ -294,7 +307,14 @@ const std::vector<FfnKernelInfo> &ffn_kernels() {
 struct FeedForward::Impl {
     FeedForwardOptions options;
     const FfnEntry *kernel = nullptr;
+    // The AMX kernel where it runs (amx_usable() at construction), else null; `kernel` is then
+    // the hand kernel it falls back to for tensors of 2^31 bytes or more.
+    const FfnEntry *amx = nullptr;
     int64_t d_model = 0, d_ff = 0, d_out2 = 0;
+    // Padded reduction lengths of the packed weights: d_model rounded up to kpair (with an AMX
+    // kernel to kAmxK), and the d_ff / d_out panel counts (with AMX, d_ff panels made even so
+    // that the padded d_ff, 48 per panel, is a multiple of kAmxK).
+    int64_t k_pad = 0, panels_ff = 0, panels_out = 0;
     int kpair = 1;
     AlignedBytes w1, b1, v, w2, b2;
     // Unpacked kernels: the nn.Linear matrices they read (the caller's, or copies in w1/v/w2).
@@ -325,6 +345,28 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
                                                 "(Ffn, GeGLU, SwiGLU), not LinearGelu");
     }
     im.kernel = &find_kernel(options);
+    if (is_amx(*im.kernel)) {
+        // Pinned AMX kernel: it must be usable here; the hand kernel is its large-tensor fallback.
+        if (!detail::amx_usable()) {
+            throw Error(ErrorCode::Unsupported, "FeedForward: kernel " + im.kernel->info.name +
+                                                    " needs Intel AMX (AMX-BF16 and the Linux tile-state grant) "
+                                                    "and the avx512_sapphirerapids ISA level; not available here");
+        }
+        im.amx = im.kernel;
+        FeedForwardOptions hand = options;
+        hand.kernel.clear();
+        hand.schedule = Schedule::Hand;
+        im.kernel = &find_kernel(hand);
+    } else if (options.kernel.empty() && options.schedule == Schedule::Hand && !options.borrow_weights) {
+        // Schedule::Hand takes the AMX kernel where one is built for the options and AMX is usable.
+        for (const FfnEntry &e : registry()) {
+            if (is_amx(e) && e.info.kind == options.kind && e.info.dtype == options.dtype &&
+                e.info.form == im.kernel->info.form && e.info.packed_weights && detail::amx_usable()) {
+                im.amx = &e;
+                break;
+            }
+        }
+    }
     if (w.w1.data == nullptr || w.w1.rank != 2) {
         throw Error(ErrorCode::InvalidArgument, "FeedForward: w1 must be a [d_ff, d_model] matrix (got " +
                                                     (w.w1.data ? w.w1.describe() : std::string("null")) + ")");
@@ -348,7 +390,13 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
     if (w.b1.data != nullptr) {
         check_vector("b1", w.b1, dt, im.d_ff);
     }
-    const int64_t k_pad = ceil_div(im.d_model, im.kpair) * im.kpair;
+    const int64_t k_align = im.amx != nullptr ? kAmxK : im.kpair;
+    const int64_t k_pad = ceil_div(im.d_model, k_align) * k_align;
+    im.k_pad = k_pad;
+    im.panels_ff = ceil_div(im.d_ff, kPanel);
+    if (im.amx != nullptr) {
+        im.panels_ff = ceil_div(im.panels_ff, 2) * 2;  // 96 features per pair: a multiple of kAmxK
+    }
     const bool packed = im.kernel->info.packed_weights;
     // An unpacked kernel reads the caller's matrix (borrowed) or FeedForward's plain copy.
     auto keep_rows = [&](const TensorView &t, int64_t rows, int64_t cols, AlignedBytes &copy) -> const void * {
@@ -361,15 +409,15 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
         return copy.ptr.get();
     };
     if (packed) {
-        pack_panels(w.w1, im.d_ff, im.d_model, k_pad, dt, im.w1);
+        pack_panels(w.w1, im.d_ff, im.d_model, k_pad, im.panels_ff, dt, im.w1);
     } else {
         im.w1_rows = keep_rows(w.w1, im.d_ff, im.d_model, im.w1);
     }
-    pack_bias(w.b1, im.d_ff, dt, im.b1);
+    pack_bias(w.b1, im.d_ff, im.panels_ff, dt, im.b1);
     if (im.gated()) {
         check_matrix("v", w.v, dt, im.d_ff, im.d_model);
         if (packed) {
-            pack_panels(w.v, im.d_ff, im.d_model, k_pad, dt, im.v);
+            pack_panels(w.v, im.d_ff, im.d_model, k_pad, im.panels_ff, dt, im.v);
         } else {
             im.v_rows = keep_rows(w.v, im.d_ff, im.d_model, im.v);
         }
@@ -397,12 +445,13 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
         }
         // The second GEMM reduces over every column of the padded intermediate (whole panels of
         // d_ff, whose extra columns hold GELU(0) = 0): W2 gets zero rows up to that length.
+        im.panels_out = ceil_div(im.d_out2, kPanel);
         if (packed) {
-            pack_panels(w.w2, im.d_out2, im.d_ff, ceil_div(im.d_ff, kPanel) * kPanel, dt, im.w2);
+            pack_panels(w.w2, im.d_out2, im.d_ff, im.panels_ff * kPanel, im.panels_out, dt, im.w2);
         } else {
             im.w2_rows = keep_rows(w.w2, im.d_out2, im.d_ff, im.w2);
         }
-        pack_bias(w.b2, im.d_out2, dt, im.b2);
+        pack_bias(w.b2, im.d_out2, im.panels_out, dt, im.b2);
     }
 }
 
@@ -441,7 +490,8 @@ const FeedForwardOptions &FeedForward::options() const {
     return detail::live_impl(impl_, "FeedForward", "options").options;
 }
 const std::string &FeedForward::kernel_name() const {
-    return detail::live_impl(impl_, "FeedForward", "kernel_name").kernel->info.name;
+    const Impl &im = detail::live_impl(impl_, "FeedForward", "kernel_name");
+    return im.amx != nullptr ? im.amx->info.name : im.kernel->info.name;
 }
 double FeedForward::flops_per_row() const {
     const Impl &im = detail::live_impl(impl_, "FeedForward", "flops_per_row");
@@ -527,14 +577,22 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
         }
     }
 
-    // bf16 pairs along d_model: an odd d_model gets a zero column (a copy of h).
-    const int64_t k_pad = ceil_div(im.d_model, im.kpair) * im.kpair;
+    // bf16 pairs along d_model (AMX: multiples of kAmxK): a d_model that is not a multiple gets
+    // zero columns (a copy of h); so does an AMX call with fewer than kAmxRows rows (zero rows).
+    const int64_t k_pad = im.k_pad;
+    const int64_t panels_ff = im.panels_ff, panels_out = im.panels_out;
+    const int64_t amx_rows = std::max(M, kAmxRows);
+    auto under_2g = [](int64_t elems, std::size_t bytes_per) { return elems < (int64_t(1) << 31) / int64_t(bytes_per); };
+    const bool use_amx = im.amx != nullptr && under_2g(amx_rows * std::max(h.strides[0], k_pad), es) &&
+                         under_2g(amx_rows * std::max(out.strides[0], d_out), es) &&
+                         under_2g(panels_ff * kPanel * std::max(k_pad, panels_out * kPanel), es);
+    const int64_t run_rows = use_amx ? amx_rows : M;
     void *h_data = h.data;
     int64_t h_row_stride = h.strides[0];
     std::vector<uint16_t> h_copy;
-    if (k_pad != im.d_model) {
+    if (k_pad != im.d_model || run_rows != M) {
         try {
-            h_copy.assign(std::size_t(M * k_pad), 0);
+            h_copy.assign(std::size_t(run_rows * k_pad), 0);
         } catch (const std::bad_alloc &) {
             throw Error(ErrorCode::TooLarge, "FeedForward::forward: cannot allocate the padded copy of h");
         }
@@ -546,15 +604,17 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     }
     const halide_type_t ht = halide_type_of(dt);
     const halide_type_t f32(halide_type_float, 32);
-    const int64_t panels_ff = ceil_div(im.d_ff, kPanel), panels_out = ceil_div(im.d_out2, kPanel);
     const int kp = im.kpair;
-    HalideBuffer H(h_data, ht, {{k_pad, 1}, {M, h_row_stride}});
+    HalideBuffer H(h_data, ht, {{k_pad, 1}, {run_rows, h_row_stride}});
     const int64_t ff_pad = panels_ff * kPanel;
     // Packed panels (4-D, ffn_layout.h), or for an unpacked kernel the nn.Linear matrices as
     // Halide (in feature, out feature) with the out features d_model / d_ff apart (2-D).
     const bool packed = im.kernel->info.packed_weights;
     auto weights = [&](const AlignedBytes &panels, const void *rows, int64_t k, int64_t k_padded, int64_t n,
                        int64_t n_panels) {
+        if (use_amx) {  // the same panels as 3-D (kk, pi, po * k_padded / 2 + ko): ffn_generator.cpp
+            return HalideBuffer(panels.ptr.get(), ht, {{kp, 1}, {kPanel, kp}, {n_panels * (k_padded / kp), kp * kPanel}});
+        }
         if (packed) {
             return HalideBuffer(panels.ptr.get(), ht,
                                 {{kp, 1}, {kPanel, kp}, {k_padded / kp, kp * kPanel}, {n_panels, k_padded * kPanel}});
@@ -569,12 +629,18 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // Adams2019 shifts its output tiles inwards (tiles up to its estimate, 512 tokens x 3072
     // features), which writes before the start of a smaller output: give it a scratch output of
     // at least that size (allocated after the bounds check below) and copy the real part out.
+    // The AMX kernel's last task is shifted inwards to end at row run_rows: with M < kAmxRows it
+    // writes a scratch output of kAmxRows rows.
+    const FfnEntry &run = use_amx ? *im.amx : *im.kernel;
     int64_t out_rows = M, out_cols = d_out, out_stride = out.strides[0];
-    const bool use_scratch =
-        im.kernel->info.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < kAutoschedMinCols);
-    if (use_scratch) {
+    const bool autosched_scratch =
+        run.info.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < kAutoschedMinCols);
+    const bool use_scratch = autosched_scratch || run_rows != M;
+    if (autosched_scratch) {
         out_rows = std::max(M, kAutoschedMinRows), out_cols = std::max(d_out, kAutoschedMinCols);
         out_stride = out_cols;
+    } else if (use_scratch) {
+        out_rows = run_rows, out_stride = out_cols;
     }
     HalideBuffer O(use_scratch ? nullptr : out.data, ht, {{out_cols, 1}, {out_rows, out_stride}});
     bool residual = im.options.residual;
@@ -592,19 +658,20 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     }
     args.push_back(&O.buf);
     std::vector<uint8_t> scratch;
-    if (im.kernel->info.schedule == Schedule::Adams2019) {
-        check_autoscheduled_bounds(im.kernel, args, {&H, &W1, &B1, &V, &W2, &B2});
-        if (use_scratch) {
-            try {
-                scratch.assign(std::size_t(out_rows * out_cols) * es, 0);
-            } catch (const std::bad_alloc &) {
-                throw Error(ErrorCode::TooLarge, "FeedForward::forward: cannot allocate the adams2019 scratch output (" +
-                                                     std::to_string(out_rows) + " x " + std::to_string(out_cols) + ")");
-            }
-            O.buf.host = scratch.data();
-        }
+    if (run.info.schedule == Schedule::Adams2019) {
+        check_autoscheduled_bounds(&run, args, {&H, &W1, &B1, &V, &W2, &B2});
     }
-    detail::check_halide_status(im.kernel->fn(args.data()), im.kernel->info.name);
+    if (use_scratch) {
+        try {
+            scratch.assign(std::size_t(out_rows * out_cols) * es, 0);
+        } catch (const std::bad_alloc &) {
+            throw Error(ErrorCode::TooLarge, "FeedForward::forward: cannot allocate the scratch output (" +
+                                                 std::to_string(out_rows) + " x " + std::to_string(out_cols) + ") of " +
+                                                 run.info.name);
+        }
+        O.buf.host = scratch.data();
+    }
+    detail::check_halide_status(run.fn(args.data()), run.info.name);
     if (!scratch.empty()) {
         for (int64_t m = 0; m < M; m++) {
             std::memcpy(static_cast<uint8_t *>(out.data) + std::size_t(m * out.strides[0]) * es,

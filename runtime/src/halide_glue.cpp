@@ -7,6 +7,11 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "gelukit/error.h"
 #include "gelukit/runtime.h"
 
@@ -178,6 +183,33 @@ bool cpu_supports(Isa) {
 }
 #endif
 
+#if defined(__x86_64__)
+// AMX tiles: cpuid and the OS grant (see amx_usable in halide_glue.h), probed once.
+bool amx_hardware_and_os() {
+    static const bool ok = [] {
+        if (cpuid(0, 0).a < 7) {
+            return false;
+        }
+        const Cpuid l7 = cpuid(7, 0);
+        if (((l7.d >> 24) & 1) == 0 || ((l7.d >> 22) & 1) == 0) {  // AMX-TILE, AMX-BF16
+            return false;
+        }
+#if defined(__linux__)
+        // ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 (asm/prctl.h, Linux 5.16).
+        if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) {
+            return false;
+        }
+        unsigned int lo = 0, hi = 0;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        return ((lo >> 17) & 3) == 3;  // XCR0: XTILECFG and XTILEDATA enabled by the OS
+#else
+        return false;
+#endif
+    }();
+    return ok;
+}
+#endif
+
 // Called by each kernel's multi-target wrapper for its sub-targets, most specific first, at its
 // first call; the first accepted one is cached by the wrapper. Halide's default check reads the
 // CPU's features (x86: cpuid; Linux aarch64: getauxval(AT_HWCAP)).
@@ -296,6 +328,23 @@ int num_threads() {
 }
 
 namespace detail {
+
+bool amx_usable() {
+#if defined(__x86_64__)
+    const Isa isa = Isa::AVX512SapphireRapids;
+    const int level = static_cast<int>(isa);
+    g_any_query.store(true);
+    if (level > g_max_isa.load() || !vendor_allows(isa) || !cpu_supports(isa) || !amx_hardware_and_os()) {
+        return false;
+    }
+    int prev = g_dispatched_isa.load();
+    while (level > prev && !g_dispatched_isa.compare_exchange_weak(prev, level)) {
+    }
+    return true;
+#else
+    return false;
+#endif
+}
 
 void ensure_initialized() {
     std::call_once(g_init_once, [] {
