@@ -270,7 +270,7 @@ std::string usable_amx(FfnKind kind, DType dt, Form form) {
         if (!is_amx(k) || k.kind != kind || k.dtype != dt || k.form != form_name(form)) {
             continue;
         }
-        std::vector<uint16_t> zeros(64 * 64, 0);
+        std::vector<float> zeros(64 * 64, 0.0f);  // large enough for f32 and bf16 64 x 64
         FeedForwardWeights fw;
         fw.w1 = TensorView::contiguous(zeros.data(), dt, {64, 64});
         fw.w2 = TensorView::contiguous(zeros.data(), dt, {64, 64});

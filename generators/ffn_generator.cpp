@@ -42,7 +42,7 @@
 // (ExtractTileOperations) only recognises the weight tile load when the panel index is part of
 // the row index (with a separate 4th dimension it stopped with "Store to AMX tile allocation of
 // a non-tile value"). The runtime keeps the extra padding contract of schedule_amx: d_model and
-// the padded d_ff multiples of 32 (one tile's K), M >= amx_rows().
+// the padded d_ff multiples of 32 (one tile's K), M >= kAmxRows (32).
 // Padding contract (the runtime keeps it): d_model is a multiple of kpair (bf16: even; the
 // runtime copies h with a zero column otherwise), w1/v/w2/b1/b2 are zero beyond the real sizes
 // (packed weights; nn.Linear matrices have exactly the real sizes, see panels() in generate()).
@@ -321,7 +321,7 @@ public:
             // AMX: tiles of 16 rows x 16 features accumulate from zero over K in steps of 32
             // (one bf16 tile row of 64 bytes, r1.x); the bias is added in the epilogue (a
             // tile's store must copy the accumulator unchanged). h is read unclamped: the runtime
-            // guarantees M >= amx_rows(), so the shifted-in last task stays inside h.
+            // guarantees M >= kAmxRows (32), so the shifted-in last task stays inside h.
             Expr K = H.dim(0).extent();
             r1 = RDom(0, kAmxK, 0, K / kAmxK, "r1");
             mm1(pi, po, m) = 0.0f;

@@ -14,6 +14,7 @@
 // with u_act = u_out = 2^-24 (f32) or 2^-8 (bf16). The check is |y - ref| <= 2 * bound: the
 // factor 2 covers the float64 GELU evaluation and the product of two first-order terms.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
@@ -373,6 +374,45 @@ TEST_P(FfnKernel, ModelShapes) {
 
 INSTANTIATE_TEST_SUITE_P(Registry, FfnKernel, ::testing::ValuesIn(ffn_kernels()),
                          [](const ::testing::TestParamInfo<FfnKernelInfo> &i) { return i.param.name; });
+
+// A call whose out spans 2^31 bytes or more (here a row stride of 2^25 elements, on a reserved
+// but mostly untouched mapping) runs the vector kernel even where the AMX kernel was chosen, on
+// views of the AMX-padded panels (d_model 40 -> 64, 3 d_ff panels -> 4) that leave the padding
+// out: its results must be bit-identical to the pinned vector kernel's.
+TEST(FfnAmx, LargeOutputFallsBackToVectorKernel) {
+    const int64_t M = 33, d_model = 40, d_ff = 100, stride = int64_t(1) << 25;
+    Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, M, d_model, d_ff, true, true, 91);
+    Storage h = store(p.h, DType::BF16), w1 = store(p.w1, DType::BF16), b1 = store(p.b1, DType::BF16),
+            w2 = store(p.w2, DType::BF16), b2 = store(p.b2, DType::BF16);
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(w1.data(DType::BF16), DType::BF16, {d_ff, d_model});
+    w.b1 = TensorView::contiguous(b1.data(DType::BF16), DType::BF16, {d_ff});
+    w.w2 = TensorView::contiguous(w2.data(DType::BF16), DType::BF16, {d_model, d_ff});
+    w.b2 = TensorView::contiguous(b2.data(DType::BF16), DType::BF16, {d_model});
+    FeedForwardOptions o;
+    o.kind = FfnKind::Ffn, o.form = Form::Erf, o.dtype = DType::BF16, o.residual = true;
+    FeedForward chosen(w, o);
+    if (chosen.kernel_name() != "ffn_bf16_erf_amx") {
+        GTEST_SKIP() << "the AMX kernel is not chosen here (" << chosen.kernel_name() << ")";
+    }
+    o.kernel = "ffn_bf16_erf_hand";
+    FeedForward vector(w, o);
+    const std::size_t bytes = std::size_t((M - 1) * stride + d_model) * 2;
+    void *map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    ASSERT_NE(map, MAP_FAILED);
+    auto *big = static_cast<uint16_t *>(map);
+    const TensorView out_big = TensorView::strided(big, DType::BF16, {M, d_model}, {stride, 1});
+    std::vector<uint16_t> ref(std::size_t(M * d_model));
+    const TensorView hv = TensorView::contiguous(h.data(DType::BF16), DType::BF16, {M, d_model});
+    chosen.forward(hv, out_big);
+    vector.forward(hv, TensorView::contiguous(ref.data(), DType::BF16, {M, d_model}));
+    int64_t differ = 0;
+    for (int64_t m = 0; m < M; m++) {
+        differ += std::memcmp(big + m * stride, &ref[std::size_t(m * d_model)], std::size_t(d_model) * 2) != 0;
+    }
+    munmap(map, bytes);
+    EXPECT_EQ(differ, 0) << "rows differing from the pinned vector kernel";
+}
 
 // Schedule::Hand takes the AMX kernel exactly where it can run (and the hand kernel under an ISA
 // cap below avx512_sapphirerapids, as in the suite's GELUKIT_MAX_ISA runs); results agree with

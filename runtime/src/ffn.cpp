@@ -347,7 +347,7 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
     im.kernel = &find_kernel(options);
     if (is_amx(*im.kernel)) {
         // Pinned AMX kernel: it must be usable here; the hand kernel is its large-tensor fallback.
-        if (!detail::amx_usable()) {
+        if (!detail::amx_allowed()) {
             throw Error(ErrorCode::Unsupported, "FeedForward: kernel " + im.kernel->info.name +
                                                     " needs Intel AMX (AMX-BF16 and the Linux tile-state grant) "
                                                     "and the avx512_sapphirerapids ISA level; not available here");
@@ -361,7 +361,7 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
         // Schedule::Hand takes the AMX kernel where one is built for the options and AMX is usable.
         for (const FfnEntry &e : registry()) {
             if (is_amx(e) && e.info.kind == options.kind && e.info.dtype == options.dtype &&
-                e.info.form == im.kernel->info.form && e.info.packed_weights && detail::amx_usable()) {
+                e.info.form == im.kernel->info.form && e.info.packed_weights && detail::amx_allowed()) {
                 im.amx = &e;
                 break;
             }
@@ -491,7 +491,7 @@ const FeedForwardOptions &FeedForward::options() const {
 }
 const std::string &FeedForward::kernel_name() const {
     const Impl &im = detail::live_impl(impl_, "FeedForward", "kernel_name");
-    return im.amx != nullptr ? im.amx->info.name : im.kernel->info.name;
+    return im.amx != nullptr && detail::amx_allowed() ? im.amx->info.name : im.kernel->info.name;
 }
 double FeedForward::flops_per_row() const {
     const Impl &im = detail::live_impl(impl_, "FeedForward", "flops_per_row");
@@ -577,15 +577,23 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
         }
     }
 
-    // bf16 pairs along d_model (AMX: multiples of kAmxK): a d_model that is not a multiple gets
-    // zero columns (a copy of h); so does an AMX call with fewer than kAmxRows rows (zero rows).
-    const int64_t k_pad = im.k_pad;
-    const int64_t panels_ff = im.panels_ff, panels_out = im.panels_out;
+    // The weights are packed once for the kernel chosen at construction: with an AMX kernel,
+    // d_model padded to kAmxK and an even number of d_ff panels (im.k_pad, im.panels_ff). The
+    // AMX kernel runs if AMX is still allowed (the ISA cap may have been lowered since) and every
+    // buffer it indexes, its per-task z1 / z2 accumulators included, spans less than 2^31 bytes
+    // (32-bit indices). Otherwise the vector kernel runs on views of the same panels that leave
+    // the AMX padding out (it only needs d_model rounded up to kpair and whole d_ff panels).
     const int64_t amx_rows = std::max(M, kAmxRows);
     auto under_2g = [](int64_t elems, std::size_t bytes_per) { return elems < (int64_t(1) << 31) / int64_t(bytes_per); };
-    const bool use_amx = im.amx != nullptr && under_2g(amx_rows * std::max(h.strides[0], k_pad), es) &&
+    // h is copied (compact rows of im.k_pad) when d_model needs padding or M < kAmxRows.
+    const int64_t amx_h_stride = (im.k_pad != im.d_model || M < kAmxRows) ? im.k_pad : h.strides[0];
+    const bool use_amx = im.amx != nullptr && detail::amx_allowed() && under_2g(amx_rows * amx_h_stride, es) &&
                          under_2g(amx_rows * std::max(out.strides[0], d_out), es) &&
-                         under_2g(panels_ff * kPanel * std::max(k_pad, panels_out * kPanel), es);
+                         under_2g(im.panels_ff * kPanel * std::max(im.k_pad, im.panels_out * kPanel), es) &&
+                         under_2g(kAmxRows * kPanel * std::max(im.panels_ff, im.panels_out), sizeof(float));
+    // Reduction lengths and d_ff panels of this call, and the panel strides of the packing.
+    const int64_t k_pad = use_amx ? im.k_pad : ceil_div(im.d_model, im.kpair) * im.kpair;
+    const int64_t panels_ff = use_amx ? im.panels_ff : ceil_div(im.d_ff, kPanel), panels_out = im.panels_out;
     const int64_t run_rows = use_amx ? amx_rows : M;
     void *h_data = h.data;
     int64_t h_row_stride = h.strides[0];
@@ -609,22 +617,24 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     const int64_t ff_pad = panels_ff * kPanel;
     // Packed panels (4-D, ffn_layout.h), or for an unpacked kernel the nn.Linear matrices as
     // Halide (in feature, out feature) with the out features d_model / d_ff apart (2-D).
+    // k_padded: the reduction length of this call; k_packed: the one the panels were packed with
+    // (their stride), which is larger for the vector kernel on AMX-padded panels.
     const bool packed = im.kernel->info.packed_weights;
-    auto weights = [&](const AlignedBytes &panels, const void *rows, int64_t k, int64_t k_padded, int64_t n,
-                       int64_t n_panels) {
+    auto weights = [&](const AlignedBytes &panels, const void *rows, int64_t k, int64_t k_padded, int64_t k_packed,
+                       int64_t n, int64_t n_panels) {
         if (use_amx) {  // the same panels as 3-D (kk, pi, po * k_padded / 2 + ko): ffn_generator.cpp
             return HalideBuffer(panels.ptr.get(), ht, {{kp, 1}, {kPanel, kp}, {n_panels * (k_padded / kp), kp * kPanel}});
         }
         if (packed) {
             return HalideBuffer(panels.ptr.get(), ht,
-                                {{kp, 1}, {kPanel, kp}, {k_padded / kp, kp * kPanel}, {n_panels, k_padded * kPanel}});
+                                {{kp, 1}, {kPanel, kp}, {k_padded / kp, kp * kPanel}, {n_panels, k_packed * kPanel}});
         }
         return HalideBuffer(const_cast<void *>(rows), ht, {{k, 1}, {n, k}});
     };
-    HalideBuffer W1 = weights(im.w1, im.w1_rows, im.d_model, k_pad, im.d_ff, panels_ff);
+    HalideBuffer W1 = weights(im.w1, im.w1_rows, im.d_model, k_pad, im.k_pad, im.d_ff, panels_ff);
     HalideBuffer B1(im.b1.ptr.get(), f32, {{kPanel, 1}, {panels_ff, kPanel}});
-    HalideBuffer V = weights(im.v, im.v_rows, im.d_model, k_pad, im.d_ff, panels_ff);
-    HalideBuffer W2 = weights(im.w2, im.w2_rows, im.d_ff, ff_pad, im.d_out2, panels_out);
+    HalideBuffer V = weights(im.v, im.v_rows, im.d_model, k_pad, im.k_pad, im.d_ff, panels_ff);
+    HalideBuffer W2 = weights(im.w2, im.w2_rows, im.d_ff, ff_pad, im.panels_ff * kPanel, im.d_out2, panels_out);
     HalideBuffer B2(im.b2.ptr.get(), f32, {{kPanel, 1}, {panels_out, kPanel}});
     // Adams2019 shifts its output tiles inwards (tiles up to its estimate, 512 tokens x 3072
     // features), which writes before the start of a smaller output: give it a scratch output of
@@ -670,6 +680,9 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
                                                  run.info.name);
         }
         O.buf.host = scratch.data();
+    }
+    if (use_amx) {
+        detail::note_amx_dispatch();
     }
     detail::check_halide_status(run.fn(args.data()), run.info.name);
     if (!scratch.empty()) {

@@ -184,7 +184,7 @@ bool cpu_supports(Isa) {
 #endif
 
 #if defined(__x86_64__)
-// AMX tiles: cpuid and the OS grant (see amx_usable in halide_glue.h), probed once.
+// AMX tiles: cpuid and the OS grant (see amx_allowed in halide_glue.h), probed once.
 bool amx_hardware_and_os() {
     static const bool ok = [] {
         if (cpuid(0, 0).a < 7) {
@@ -329,21 +329,22 @@ int num_threads() {
 
 namespace detail {
 
-bool amx_usable() {
+bool amx_allowed() {
 #if defined(__x86_64__)
     const Isa isa = Isa::AVX512SapphireRapids;
-    const int level = static_cast<int>(isa);
-    g_any_query.store(true);
-    if (level > g_max_isa.load() || !vendor_allows(isa) || !cpu_supports(isa) || !amx_hardware_and_os()) {
-        return false;
-    }
-    int prev = g_dispatched_isa.load();
-    while (level > prev && !g_dispatched_isa.compare_exchange_weak(prev, level)) {
-    }
-    return true;
+    return static_cast<int>(isa) <= g_max_isa.load() && vendor_allows(isa) && cpu_supports(isa) &&
+           amx_hardware_and_os();
 #else
     return false;
 #endif
+}
+
+void note_amx_dispatch() {
+    const int level = static_cast<int>(Isa::AVX512SapphireRapids);
+    g_any_query.store(true);
+    int prev = g_dispatched_isa.load();
+    while (level > prev && !g_dispatched_isa.compare_exchange_weak(prev, level)) {
+    }
 }
 
 void ensure_initialized() {

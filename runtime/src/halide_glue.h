@@ -22,10 +22,12 @@ void ensure_initialized();
 // avx512_sapphirerapids, the CPU is an Intel one with that sub-target's features plus AMX-TILE
 // and AMX-BF16 (cpuid 7.0:EDX bits 24, 22), and Linux granted this process the AMX tile state
 // (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), Linux >= 5.16; without it the first
-// AMX instruction faults). The hardware/OS part is probed once; the cap is read on every call,
-// and a call counts as a kernel's dispatch query (set_max_isa() is refused afterwards). On
-// success the dispatched ISA (dispatched_isa()) is raised to avx512_sapphirerapids.
-bool amx_usable();
+// AMX instruction faults). The hardware/OS part is probed once; the cap is read on every call.
+// No side effect on the dispatch state (set_max_isa() stays allowed).
+bool amx_allowed();
+// Called right before an AMX kernel runs: counts as a kernel's dispatch query (set_max_isa() is
+// refused afterwards) and raises dispatched_isa() to avx512_sapphirerapids.
+void note_amx_dispatch();
 
 // Throws gelukit::Error(ErrorCode::Halide) with Halide's own message if status != 0.
 void check_halide_status(int status, const std::string &kernel_name);

@@ -67,12 +67,18 @@
 // borrow_weights) runs ffn_bf16_erf_amx, both GEMMs on AMX tiles, where AMX is usable: an Intel
 // CPU with AMX-TILE and AMX-BF16, Linux granting the tile state (arch_prctl
 // ARCH_REQ_XCOMP_PERM, Linux >= 5.16; gelukit requests it), and an ISA cap (set_max_isa,
-// GELUKIT_MAX_ISA) of at least avx512_sapphirerapids. The check runs at construction and counts
-// as a kernel's dispatch (set_max_isa() is refused afterwards). Elsewhere, and for calls whose h,
-// out or weights span 2^31 bytes or more, the vector kernel ffn_bf16_erf_hand runs. Results of
-// both are within the tests' K-scaled tolerance of the double reference (float32 accumulation
-// of exact bf16 products; the summation order differs). Pinning ffn_bf16_erf_amx
-// (FeedForwardOptions::kernel) where AMX is not usable throws Unsupported.
+// GELUKIT_MAX_ISA) of at least avx512_sapphirerapids. Construction checks this without touching
+// the dispatch state; a call that runs the AMX kernel counts as a kernel call (set_max_isa() is
+// refused afterwards, dispatched_isa() says avx512_sapphirerapids). The vector kernel
+// ffn_bf16_erf_hand runs elsewhere, after the cap was lowered below avx512_sapphirerapids, and
+// for calls where h, out, the weights or the kernel's per-task accumulators (32 rows x d_ff
+// float32) would span 2^31 bytes or more (the AMX kernel indexes with 32 bits). Results of both
+// are within the tests' K-scaled tolerance of the double reference (float32 accumulation of
+// exact bf16 products; the summation order differs). One difference in overflow: AMX rounds
+// each bf16 product to float32 before summing, so a row with products overflowing to both +inf
+// and -inf gives NaN where the vector kernel's FMA chain gives +-inf or a finite value.
+// Pinning ffn_bf16_erf_amx (FeedForwardOptions::kernel) where AMX is not usable throws
+// Unsupported.
 // Threads: forward() runs on Halide's thread pool (gelukit::set_num_threads) and may be called
 // concurrently from several threads on one FeedForward (it is read-only after construction).
 #pragma once
@@ -145,7 +151,8 @@ public:
     int64_t d_out() const;  // columns of out: w2's rows, or d_ff for LinearGelu
     const FeedForwardOptions &options() const;
     // The registry name of the kernel this FeedForward runs (e.g. "ffn_f32_erf_hand";
-    // "ffn_bf16_erf_amx" where the AMX kernel was chosen, see the top of this file).
+    // "ffn_bf16_erf_amx" where the AMX kernel is chosen and still allowed by the ISA cap: the
+    // kernel of calls below the 2^31-byte limit described at the top of this file).
     const std::string &kernel_name() const;
     // Multiply-adds per token row times 2: the FLOP count of one row of forward().
     double flops_per_row() const;
