@@ -350,7 +350,7 @@ function(gelukit_add_ffn_kernels)
     # Intel AMX (x86-64 builds): the bf16 exact-GELU FFN with both GEMMs on AMX tiles
     # (generators/ffn_generator.cpp, schedule_amx). One target only, Sapphire Rapids: there is
     # no dispatch wrapper, the runtime calls it only where AMX is usable (halide_glue.cpp,
-    # amx_usable) and else the hand kernel. Without large_buffers: Halide 21's AMX matcher needs
+    # amx_allowed) and else the hand kernel. Without large_buffers: Halide 21's AMX matcher needs
     # 32-bit tile indices, so the runtime also keeps tensors of 2^31 bytes or more on the hand
     # kernel.
     if (GELUKIT_ARCH STREQUAL "x86-64")

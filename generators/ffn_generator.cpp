@@ -42,7 +42,7 @@
 // (ExtractTileOperations) only recognises the weight tile load when the panel index is part of
 // the row index (with a separate 4th dimension it stopped with "Store to AMX tile allocation of
 // a non-tile value"). The runtime keeps the extra padding contract of schedule_amx: d_model and
-// the padded d_ff multiples of 32 (one tile's K), M >= kAmxRows (32).
+// the padded d_ff multiples of 32 (one tile's K), M >= kAmxMinRows (16).
 // Padding contract (the runtime keeps it): d_model is a multiple of kpair (bf16: even; the
 // runtime copies h with a zero column otherwise), w1/v/w2/b1/b2 are zero beyond the real sizes
 // (packed weights; nn.Linear matrices have exactly the real sizes, see panels() in generate()).
@@ -321,7 +321,8 @@ public:
             // AMX: tiles of 16 rows x 16 features accumulate from zero over K in steps of 32
             // (one bf16 tile row of 64 bytes, r1.x); the bias is added in the epilogue (a
             // tile's store must copy the accumulator unchanged). h is read unclamped: the runtime
-            // guarantees M >= kAmxRows (32), so the shifted-in last task stays inside h.
+            // guarantees M >= kAmxMinRows (16), the rows of a task where M < kAmxLargeTaskMinM, so
+            // the shifted-in last task stays inside h.
             Expr K = H.dim(0).extent();
             r1 = RDom(0, kAmxK, 0, K / kAmxK, "r1");
             mm1(pi, po, m) = 0.0f;
@@ -782,39 +783,53 @@ private:
         schedule_gpu_gemm(O, {{z2, a, W2}}, r2);
     }
 
-    // AMX rows per parallel task (the runtime pads M up to it: the tasks shift inwards).
-    static constexpr int kAmxRows = 32;
+    // AMX token rows per parallel task: kAmxRows where M >= kAmxLargeTaskMinM, else kAmxMinRows
+    // (one accumulator tile's rows; the runtime pads M up to it: the tasks shift inwards).
+    // Why: a task streams both weight matrices once (4.5 MiB each at BERT-base, more than L2),
+    // so rows per task set the weight traffic per token; but a task of 64 rows at M = 16 computes
+    // 4x the work on one core (measured below).
+    static constexpr int kAmxRows = 64, kAmxMinRows = 16, kAmxLargeTaskMinM = 128;
 
     // Intel AMX (Sapphire Rapids and later; bfloat16 ffn only): each GEMM is a loop over 16 x 16
     // float32 accumulator tiles (tdpbf16ps: a 16-row x 32-K tile of h or of the activation times
     // a 16-K-pair x 16-feature tile of the packed panel, 16 x 16 x 32 multiply-adds), found by
     // Halide's ExtractTileOperations from the vectorized (K, features, rows) update below. Per task
-    // of kAmxRows token rows: GEMM 1 over all d_ff panels (3 tiles of 16 features per 48-feature
-    // panel) into z1, the bias + GELU epilogue into the bf16 activation a (kAmxRows x d_ff, L2),
-    // GEMM 2 into z2, then bias, residual and rounding into out. One accumulator tile per K loop:
-    // Halide 21 allows one live AMX allocation, so each step loads both operand tiles (the
-    // packed panel layout keeps the weight tile's 16 rows 192 bytes apart, one stream).
-    // Measured (Halide JIT prototype of this pipeline, 2026-12-05, 2-vCPU Intel Xeon VM with AMX,
-    // BERT-base 512 x 768 x 3072, best of 10): 16.2 ms on 1 thread (297 GFLOP/s), 7.4 ms on 2;
-    // rows per task 16 / 32 / 64: 17.4 / 16.2 / 17.3 ms. The vdpbf16ps hand schedule took 50.8 ms
-    // and the float32 one 37.8 ms on that VM (gelukit_bench), oneDNN's AMX kernel 7.1 ms. The
-    // built library in gelukit_bench: 16.2 / 7.08 ms at 1 / 2 threads (README, "Intel AMX").
+    // (kAmxRows or kAmxMinRows token rows): GEMM 1 over all d_ff panels (3 tiles of 16 features
+    // per 48-feature panel) into z1, the bias + GELU epilogue into the bf16 activation a (task rows
+    // x d_ff, L2), GEMM 2 into z2, then bias, residual and rounding into out. One accumulator tile
+    // per K loop: Halide 21 allows one live AMX allocation, so each step loads both operand tiles
+    // (the packed panel layout keeps the weight tile's 16 rows 192 bytes apart, one stream).
+    // Loop order inside a task: panel (po), 16-feature slice (pio), then the task's 16-row blocks
+    // (mio) innermost, so a slice of weights (16 features x K: 24 KiB at K = 768) is loaded from L3
+    // once per task and reused from L1 by the other row blocks; the task's h rows (64 x K bf16,
+    // 96 KiB) stay in L2.
+    // Measured (gelukit_bench, 2026-12-05/06, 2-vCPU Intel Xeon VM with AMX, BERT-base
+    // 512 x 768 x 3072, median of 3, 1 / 2 threads; README "Intel AMX"): row blocks outermost
+    // with 32-row tasks (every block streamed all of W1 and W2 from L3) 16.2 / 7.08 ms; row blocks
+    // innermost 11.8 / 5.32 ms; 64-row tasks 9.61 / 5.03 ms; oneDNN's AMX kernel 5.9-7.0 /
+    // 3.1-3.5 ms in the same runs. 16-row tasks below M = 128: MiniLM 16 x 384 x 1536 took
+    // 0.378 ms with one 64-row task, 0.114 ms with one 16-row task.
     void schedule_amx() {
         Output<Buffer<>> &O = *out;
         Var mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"}, pio{"pio"}, pii{"pii"}, mio{"mio"}, mii{"mii"};
-        O.split(m, mo, mi, kAmxRows, TailStrategy::ShiftInwards)
-            .split(n, no, ni, 16, TailStrategy::GuardWithIf)
-            .reorder(ni, mi, no, mo)
-            .vectorize(ni)
-            .parallel(mo);
+        auto tasks = [&](Stage s, int rows) {
+            s.split(m, mo, mi, rows, TailStrategy::ShiftInwards)
+                .split(n, no, ni, 16, TailStrategy::GuardWithIf)
+                .reorder(ni, mi, no, mo)
+                .vectorize(ni)
+                .parallel(mo);
+        };
+        // specialize() copies the schedule so far; the tiles below are shared by both cases.
+        tasks(O.specialize(O.dim(1).extent() >= kAmxLargeTaskMinM), kAmxRows);
+        tasks(O, kAmxMinRows);
         auto tiles = [&](Func z, Func mm, RDom r) {
             z.compute_at(O, mo)
                 .split(pi, pio, pii, 16)
                 .split(m, mio, mii, 16)
-                .reorder(pii, mii, pio, po, mio)
+                .reorder(pii, mii, mio, pio, po)
                 .vectorize(pii)
                 .vectorize(mii);
-            mm.compute_at(z, pio).store_in(MemoryType::AMXTile).vectorize(pi).vectorize(m);
+            mm.compute_at(z, mio).store_in(MemoryType::AMXTile).vectorize(pi).vectorize(m);
             mm.update().reorder({r.x, pi, m, r.y, po}).atomic().vectorize(r.x).vectorize(pi).vectorize(m);
         };
         tiles(z1, mm1, r1);

@@ -130,10 +130,10 @@ constexpr int64_t kMaxFeatures = 44739242;
 // set_estimates: 512 tokens, 768 / 3072 features); none of their tiles is larger.
 constexpr int64_t kAutoschedMinRows = 512, kAutoschedMinCols = 3072;
 // The AMX kernel (generators/ffn_generator.cpp, schedule_amx): its tasks are kAmxRows token rows
-// (shifted inwards, so M is padded up to that), its GEMMs step K by kAmxK (d_model and the padded
+// (M >= 128) or kAmxMinRows (shifted inwards, so M is padded up to kAmxMinRows), its GEMMs step K by kAmxK (d_model and the padded
 // d_ff are padded to multiples of it: zero columns of h and zero weights add nothing), and it
 // indexes with 32 bits (tensors of 2^31 bytes or more go to the hand kernel).
-constexpr int64_t kAmxRows = 32, kAmxK = 32;
+constexpr int64_t kAmxRows = 64, kAmxMinRows = 16, kAmxK = 32;
 
 // 64-byte aligned owned storage (one cache line / one zmm).
 struct AlignedBytes {
@@ -307,8 +307,8 @@ const std::vector<FfnKernelInfo> &ffn_kernels() {
 struct FeedForward::Impl {
     FeedForwardOptions options;
     const FfnEntry *kernel = nullptr;
-    // The AMX kernel where it runs (amx_usable() at construction), else null; `kernel` is then
-    // the hand kernel it falls back to for tensors of 2^31 bytes or more.
+    // The AMX kernel where it may run (amx_allowed() at construction), else null; `kernel` is
+    // then the hand kernel it falls back to (a lowered ISA cap, tensors of 2^31 bytes or more).
     const FfnEntry *amx = nullptr;
     int64_t d_model = 0, d_ff = 0, d_out2 = 0;
     // Padded reduction lengths of the packed weights: d_model rounded up to kpair (with an AMX
@@ -583,10 +583,10 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // buffer it indexes, its per-task z1 / z2 accumulators included, spans less than 2^31 bytes
     // (32-bit indices). Otherwise the vector kernel runs on views of the same panels that leave
     // the AMX padding out (it only needs d_model rounded up to kpair and whole d_ff panels).
-    const int64_t amx_rows = std::max(M, kAmxRows);
+    const int64_t amx_rows = std::max(M, kAmxMinRows);
     auto under_2g = [](int64_t elems, std::size_t bytes_per) { return elems < (int64_t(1) << 31) / int64_t(bytes_per); };
-    // h is copied (compact rows of im.k_pad) when d_model needs padding or M < kAmxRows.
-    const int64_t amx_h_stride = (im.k_pad != im.d_model || M < kAmxRows) ? im.k_pad : h.strides[0];
+    // h is copied (compact rows of im.k_pad) when d_model needs padding or M < kAmxMinRows.
+    const int64_t amx_h_stride = (im.k_pad != im.d_model || M < kAmxMinRows) ? im.k_pad : h.strides[0];
     const bool use_amx = im.amx != nullptr && detail::amx_allowed() && under_2g(amx_rows * amx_h_stride, es) &&
                          under_2g(amx_rows * std::max(out.strides[0], d_out), es) &&
                          under_2g(im.panels_ff * kPanel * std::max(im.k_pad, im.panels_out * kPanel), es) &&
@@ -639,8 +639,8 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // Adams2019 shifts its output tiles inwards (tiles up to its estimate, 512 tokens x 3072
     // features), which writes before the start of a smaller output: give it a scratch output of
     // at least that size (allocated after the bounds check below) and copy the real part out.
-    // The AMX kernel's last task is shifted inwards to end at row run_rows: with M < kAmxRows it
-    // writes a scratch output of kAmxRows rows.
+    // The AMX kernel's last task is shifted inwards to end at row run_rows: with M < kAmxMinRows
+    // it writes a scratch output of kAmxMinRows rows.
     const FfnEntry &run = use_amx ? *im.amx : *im.kernel;
     int64_t out_rows = M, out_cols = d_out, out_stride = out.strides[0];
     const bool autosched_scratch =

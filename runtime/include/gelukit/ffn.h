@@ -71,7 +71,7 @@
 // the dispatch state; a call that runs the AMX kernel counts as a kernel call (set_max_isa() is
 // refused afterwards, dispatched_isa() says avx512_sapphirerapids). The vector kernel
 // ffn_bf16_erf_hand runs elsewhere, after the cap was lowered below avx512_sapphirerapids, and
-// for calls where h, out, the weights or the kernel's per-task accumulators (32 rows x d_ff
+// for calls where h, out, the weights or the kernel's per-task accumulators (64 rows x d_ff
 // float32) would span 2^31 bytes or more (the AMX kernel indexes with 32 bits). Results of both
 // are within the tests' K-scaled tolerance of the double reference (float32 accumulation of
 // exact bf16 products; the summation order differs). One difference in overflow: AMX rounds
