@@ -416,7 +416,8 @@ TEST(FfnAmx, LargeOutputFallsBackToVectorKernel) {
 
 // Schedule::Hand takes the AMX kernel exactly where it can run (and the hand kernel under an ISA
 // cap below avx512_sapphirerapids, as in the suite's GELUKIT_MAX_ISA runs); results agree with
-// the double reference either way, at M = 1 (one row padded to the AMX task's 32) and 33.
+// the double reference either way, at M = 1 (one row padded to the smallest AMX task, 16 rows)
+// and 33. The dispatch is noted when the AMX kernel runs, not at construction.
 TEST(FfnAmx, HandScheduleUsesAmxWhereUsable) {
     const FfnKernelInfo *amx = nullptr;
     for (const FfnKernelInfo &k : ffn_kernels()) {
@@ -437,13 +438,50 @@ TEST(FfnAmx, HandScheduleUsesAmxWhereUsable) {
     o.kind = amx->kind, o.dtype = DType::BF16, o.form = Form::Erf, o.schedule = Schedule::Hand;
     FeedForward f(fw, o);
     EXPECT_EQ(f.kernel_name(), usable ? amx->name : std::string("ffn_bf16_erf_hand")) << why;
-    if (usable) {
-        EXPECT_EQ(dispatched_isa(), "avx512_sapphirerapids");
-    }
     uint32_t seed = 77;
     for (int64_t M : {1, 33}) {
         Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, M, 96, 200, true, true, seed++);
         check(p, Schedule::Hand, "hand/amx M=" + std::to_string(M));
+    }
+    if (usable) {
+        EXPECT_EQ(dispatched_isa(), "avx512_sapphirerapids");
+    }
+}
+
+// The AMX kernel's tasks are 16 rows below M = 128 and 64 rows from there, the last task shifted
+// inwards; M < 16 is padded. Each output row depends on its own h row only, in the same order of
+// tile sums, so every M must give the same bits as the first M rows of a 300-row call (and never
+// write past its M rows: out is exactly M rows here, ASan checks the sanitized run).
+TEST(FfnAmx, TaskSizesGiveTheSameRows) {
+    const int64_t big_m = 300, d_model = 96, d_ff = 200;
+    Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, big_m, d_model, d_ff, true, true, 93);
+    Storage h = store(p.h, DType::BF16), w1 = store(p.w1, DType::BF16), b1 = store(p.b1, DType::BF16),
+            w2 = store(p.w2, DType::BF16), b2 = store(p.b2, DType::BF16);
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(w1.data(DType::BF16), DType::BF16, {d_ff, d_model});
+    w.b1 = TensorView::contiguous(b1.data(DType::BF16), DType::BF16, {d_ff});
+    w.w2 = TensorView::contiguous(w2.data(DType::BF16), DType::BF16, {d_model, d_ff});
+    w.b2 = TensorView::contiguous(b2.data(DType::BF16), DType::BF16, {d_model});
+    FeedForwardOptions o;
+    o.kind = FfnKind::Ffn, o.form = Form::Erf, o.dtype = DType::BF16, o.residual = true;
+    FeedForward f(w, o);
+    if (f.kernel_name() != "ffn_bf16_erf_amx") {
+        GTEST_SKIP() << "the AMX kernel is not chosen here (" << f.kernel_name() << ")";
+    }
+    const auto *hp = static_cast<const uint16_t *>(h.data(DType::BF16));
+    std::vector<uint16_t> all(std::size_t(big_m * d_model));
+    f.forward(TensorView::contiguous(const_cast<uint16_t *>(hp), DType::BF16, {big_m, d_model}),
+              TensorView::contiguous(all.data(), DType::BF16, {big_m, d_model}));
+    for (int64_t M : {1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 191, 192, 193}) {
+        std::vector<uint16_t> hm(hp, hp + M * d_model), out(std::size_t(M * d_model));
+        f.forward(TensorView::contiguous(hm.data(), DType::BF16, {M, d_model}),
+                  TensorView::contiguous(out.data(), DType::BF16, {M, d_model}));
+        int64_t differ = 0;
+        for (int64_t m = 0; m < M; m++) {
+            differ += std::memcmp(&out[std::size_t(m * d_model)], &all[std::size_t(m * d_model)],
+                                  std::size_t(d_model) * 2) != 0;
+        }
+        EXPECT_EQ(differ, 0) << "M = " << M << ": rows differing from the 300-row call";
     }
 }
 

@@ -587,10 +587,12 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     auto under_2g = [](int64_t elems, std::size_t bytes_per) { return elems < (int64_t(1) << 31) / int64_t(bytes_per); };
     // h is copied (compact rows of im.k_pad) when d_model needs padding or M < kAmxMinRows.
     const int64_t amx_h_stride = (im.k_pad != im.d_model || M < kAmxMinRows) ? im.k_pad : h.strides[0];
-    const bool use_amx = im.amx != nullptr && detail::amx_allowed() && under_2g(amx_rows * amx_h_stride, es) &&
+    // (claim_amx_dispatch last: it checks the cap and marks the dispatch in one step.)
+    const bool use_amx = im.amx != nullptr && under_2g(amx_rows * amx_h_stride, es) &&
                          under_2g(amx_rows * std::max(out.strides[0], d_out), es) &&
                          under_2g(im.panels_ff * kPanel * std::max(im.k_pad, im.panels_out * kPanel), es) &&
-                         under_2g(kAmxRows * kPanel * std::max(im.panels_ff, im.panels_out), sizeof(float));
+                         under_2g(kAmxRows * kPanel * std::max(im.panels_ff, im.panels_out), sizeof(float)) &&
+                         detail::claim_amx_dispatch();
     // Reduction lengths and d_ff panels of this call, and the panel strides of the packing.
     const int64_t k_pad = use_amx ? im.k_pad : ceil_div(im.d_model, im.kpair) * im.kpair;
     const int64_t panels_ff = use_amx ? im.panels_ff : ceil_div(im.d_ff, kPanel), panels_out = im.panels_out;
@@ -680,9 +682,6 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
                                                  run.info.name);
         }
         O.buf.host = scratch.data();
-    }
-    if (use_amx) {
-        detail::note_amx_dispatch();
     }
     detail::check_halide_status(run.fn(args.data()), run.info.name);
     if (!scratch.empty()) {

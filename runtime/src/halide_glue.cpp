@@ -339,12 +339,18 @@ bool amx_allowed() {
 #endif
 }
 
-void note_amx_dispatch() {
-    const int level = static_cast<int>(Isa::AVX512SapphireRapids);
+bool claim_amx_dispatch() {
+    // The query is marked before the cap is read, as a Halide dispatch does: a set_max_isa() that
+    // comes after this either lowered the cap already (read below) or is refused.
     g_any_query.store(true);
+    if (!amx_allowed()) {
+        return false;
+    }
+    const int level = static_cast<int>(Isa::AVX512SapphireRapids);
     int prev = g_dispatched_isa.load();
     while (level > prev && !g_dispatched_isa.compare_exchange_weak(prev, level)) {
     }
+    return true;
 }
 
 void ensure_initialized() {

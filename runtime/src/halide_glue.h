@@ -25,9 +25,12 @@ void ensure_initialized();
 // AMX instruction faults). The hardware/OS part is probed once; the cap is read on every call.
 // No side effect on the dispatch state (set_max_isa() stays allowed).
 bool amx_allowed();
-// Called right before an AMX kernel runs: counts as a kernel's dispatch query (set_max_isa() is
-// refused afterwards) and raises dispatched_isa() to avx512_sapphirerapids.
-void note_amx_dispatch();
+// Called when a call is about to run an AMX kernel: counts as a kernel's dispatch query
+// (set_max_isa() is refused afterwards), then checks amx_allowed(); if allowed, raises
+// dispatched_isa() to avx512_sapphirerapids and returns true (the caller runs the AMX kernel),
+// else returns false (the caller runs the vector kernel). One call, so a cap lowered by another
+// thread cannot slip in between the check and the dispatch.
+bool claim_amx_dispatch();
 
 // Throws gelukit::Error(ErrorCode::Halide) with Halide's own message if status != 0.
 void check_halide_status(int status, const std::string &kernel_name);
