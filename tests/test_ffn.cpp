@@ -200,20 +200,34 @@ Storage store(const std::vector<float> &x, DType dt) {
 // Runs the problem through FeedForward and returns the output as doubles. borrow: the kernel
 // that reads the caller's nn.Linear matrices (FeedForwardOptions::borrow_weights).
 // kernel: pin a registry kernel by name (FeedForwardOptions::kernel), else chosen by schedule.
+// The problem's tensors in its storage dtype and the FeedForwardWeights views of them (biases
+// only with p.bias, v only for gated kinds). Not copyable: the views point into the storage.
+struct StoredProblem {
+    Storage h, w1, b1, v, w2, b2;
+    FeedForwardWeights weights;
+    explicit StoredProblem(const Problem &p)
+        : h(store(p.h, p.dtype)), w1(store(p.w1, p.dtype)), b1(store(p.b1, p.dtype)), v(store(p.v, p.dtype)),
+          w2(store(p.w2, p.dtype)), b2(store(p.b2, p.dtype)) {
+        const DType dt = p.dtype;
+        weights.w1 = TensorView::contiguous(w1.data(dt), dt, {p.d_ff, p.d_model});
+        if (p.bias) {
+            weights.b1 = TensorView::contiguous(b1.data(dt), dt, {p.d_ff});
+            weights.b2 = TensorView::contiguous(b2.data(dt), dt, {p.d_model});
+        }
+        if (gated(p.kind)) {
+            weights.v = TensorView::contiguous(v.data(dt), dt, {p.d_ff, p.d_model});
+        }
+        weights.w2 = TensorView::contiguous(w2.data(dt), dt, {p.d_model, p.d_ff});
+    }
+    StoredProblem(const StoredProblem &) = delete;
+    StoredProblem &operator=(const StoredProblem &) = delete;
+};
+
 std::vector<double> run(const Problem &p, Schedule sched, bool borrow = false, const std::string &kernel = "") {
     const DType dt = p.dtype;
-    Storage h = store(p.h, dt), w1 = store(p.w1, dt), b1 = store(p.b1, dt), v = store(p.v, dt),
-            w2 = store(p.w2, dt), b2 = store(p.b2, dt);
-    FeedForwardWeights w;
-    w.w1 = TensorView::contiguous(w1.data(dt), dt, {p.d_ff, p.d_model});
-    if (p.bias) {
-        w.b1 = TensorView::contiguous(b1.data(dt), dt, {p.d_ff});
-        w.b2 = TensorView::contiguous(b2.data(dt), dt, {p.d_model});
-    }
-    if (gated(p.kind)) {
-        w.v = TensorView::contiguous(v.data(dt), dt, {p.d_ff, p.d_model});
-    }
-    w.w2 = TensorView::contiguous(w2.data(dt), dt, {p.d_model, p.d_ff});
+    StoredProblem sp(p);
+    Storage &h = sp.h;
+    const FeedForwardWeights &w = sp.weights;
     FeedForwardOptions o;
     o.kind = p.kind, o.form = p.form, o.dtype = dt, o.schedule = sched, o.residual = p.residual;
     o.borrow_weights = borrow;
@@ -382,13 +396,9 @@ INSTANTIATE_TEST_SUITE_P(Registry, FfnKernel, ::testing::ValuesIn(ffn_kernels())
 TEST(FfnAmx, LargeOutputFallsBackToVectorKernel) {
     const int64_t M = 33, d_model = 40, d_ff = 100, stride = int64_t(1) << 25;
     Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, M, d_model, d_ff, true, true, 91);
-    Storage h = store(p.h, DType::BF16), w1 = store(p.w1, DType::BF16), b1 = store(p.b1, DType::BF16),
-            w2 = store(p.w2, DType::BF16), b2 = store(p.b2, DType::BF16);
-    FeedForwardWeights w;
-    w.w1 = TensorView::contiguous(w1.data(DType::BF16), DType::BF16, {d_ff, d_model});
-    w.b1 = TensorView::contiguous(b1.data(DType::BF16), DType::BF16, {d_ff});
-    w.w2 = TensorView::contiguous(w2.data(DType::BF16), DType::BF16, {d_model, d_ff});
-    w.b2 = TensorView::contiguous(b2.data(DType::BF16), DType::BF16, {d_model});
+    StoredProblem sp(p);
+    Storage &h = sp.h;
+    const FeedForwardWeights &w = sp.weights;
     FeedForwardOptions o;
     o.kind = FfnKind::Ffn, o.form = Form::Erf, o.dtype = DType::BF16, o.residual = true;
     FeedForward chosen(w, o);
@@ -455,13 +465,9 @@ TEST(FfnAmx, HandScheduleUsesAmxWhereUsable) {
 TEST(FfnAmx, TaskSizesGiveTheSameRows) {
     const int64_t big_m = 300, d_model = 96, d_ff = 200;
     Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, big_m, d_model, d_ff, true, true, 93);
-    Storage h = store(p.h, DType::BF16), w1 = store(p.w1, DType::BF16), b1 = store(p.b1, DType::BF16),
-            w2 = store(p.w2, DType::BF16), b2 = store(p.b2, DType::BF16);
-    FeedForwardWeights w;
-    w.w1 = TensorView::contiguous(w1.data(DType::BF16), DType::BF16, {d_ff, d_model});
-    w.b1 = TensorView::contiguous(b1.data(DType::BF16), DType::BF16, {d_ff});
-    w.w2 = TensorView::contiguous(w2.data(DType::BF16), DType::BF16, {d_model, d_ff});
-    w.b2 = TensorView::contiguous(b2.data(DType::BF16), DType::BF16, {d_model});
+    StoredProblem sp(p);
+    Storage &h = sp.h;
+    const FeedForwardWeights &w = sp.weights;
     FeedForwardOptions o;
     o.kind = FfnKind::Ffn, o.form = Form::Erf, o.dtype = DType::BF16, o.residual = true;
     FeedForward f(w, o);
