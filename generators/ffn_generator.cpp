@@ -36,13 +36,16 @@
 //   d_ff (int)               the real d_ff (ffn, geglu, swiglu): the activation columns of the
 //                            padded last panel are forced to 0 (with h = -inf, 0-weight columns
 //                            would otherwise compute -inf * 0 = NaN and poison every output)
+//   large_tasks (bool)       amx=1 only: tasks of kAmxRows (64) token rows, else kAmxMinRows (16);
+//                            the runtime chooses from M and the thread count (schedule_amx)
 //   out    (n, m)            M x d_ff (linear_gelu) or M x d_out, row-major
 // With amx=1 w1 and w2 are the same packed panels seen as 3-D (kk, pi, row), row = po * (K / 2)
 // + ko (the panels are contiguous, so this is the same memory): Halide 21's AMX matcher
 // (ExtractTileOperations) only recognises the weight tile load when the panel index is part of
 // the row index (with a separate 4th dimension it stopped with "Store to AMX tile allocation of
 // a non-tile value"). The runtime keeps the extra padding contract of schedule_amx: d_model and
-// the padded d_ff multiples of 32 (one tile's K), M >= kAmxMinRows (16).
+// the padded d_ff multiples of 32 (one tile's K), M >= the task's rows (16, or 64 with
+// large_tasks).
 // Padding contract (the runtime keeps it): d_model is a multiple of kpair (bf16: even; the
 // runtime copies h with a zero column otherwise), w1/v/w2/b1/b2 are zero beyond the real sizes
 // (packed weights; nn.Linear matrices have exactly the real sizes, see panels() in generate()).
@@ -190,6 +193,7 @@ public:
     Input<Buffer<>> *b2 = nullptr;
     Input<bool> *residual = nullptr;
     Input<int> *d_ff_real = nullptr;
+    Input<bool> *large_tasks = nullptr;  // amx only
     Output<Buffer<>> *out = nullptr;
 
     void configure() {
@@ -257,6 +261,9 @@ public:
             residual = add_input<bool>("residual");
             d_ff_real = add_input<int>("d_ff");
         }
+        if (amx) {
+            large_tasks = add_input<bool>("large_tasks");
+        }
         out = add_output<Buffer<>>("out", st, 2);
     }
 
@@ -321,7 +328,7 @@ public:
             // AMX: tiles of 16 rows x 16 features accumulate from zero over K in steps of 32
             // (one bf16 tile row of 64 bytes, r1.x); the bias is added in the epilogue (a
             // tile's store must copy the accumulator unchanged). h is read unclamped: the runtime
-            // guarantees M >= kAmxMinRows (16), the rows of a task where M < kAmxLargeTaskMinM, so
+            // guarantees M >= the rows of a task (kAmxMinRows, or kAmxRows with large_tasks), so
             // the shifted-in last task stays inside h.
             Expr K = H.dim(0).extent();
             r1 = RDom(0, kAmxK, 0, K / kAmxK, "r1");
@@ -783,12 +790,15 @@ private:
         schedule_gpu_gemm(O, {{z2, a, W2}}, r2);
     }
 
-    // AMX token rows per parallel task: kAmxRows where M >= kAmxLargeTaskMinM, else kAmxMinRows
-    // (one accumulator tile's rows; the runtime pads M up to it: the tasks shift inwards).
-    // Why: a task streams both weight matrices once (4.5 MiB each at BERT-base, more than L2),
-    // so rows per task set the weight traffic per token; but a task of 64 rows at M = 16 computes
-    // 4x the work on one core (measured below).
-    static constexpr int kAmxRows = 64, kAmxMinRows = 16, kAmxLargeTaskMinM = 128;
+    // AMX token rows per parallel task: kAmxRows with the input large_tasks, else kAmxMinRows
+    // (one accumulator tile's rows); the runtime pads M up to the task's rows (the tasks shift
+    // inwards) and chooses the size from M and the thread count (amx_large_tasks in
+    // runtime/src/ffn.cpp). Why two sizes: a task streams both weight matrices once (4.5 MiB
+    // each at BERT-base, more than L2), so rows per task set the weight traffic per token
+    // (per row, a 16-row task cost 1.68x a 64-row one, measured there); but fewer, larger tasks
+    // leave cores idle (M = 512 is 8 tasks of 64 rows) and a 64-row task at M = 16 computes 4x
+    // the work.
+    static constexpr int kAmxRows = 64, kAmxMinRows = 16;
 
     // Intel AMX (Sapphire Rapids and later; bfloat16 ffn only): each GEMM is a loop over 16 x 16
     // float32 accumulator tiles (tdpbf16ps: a 16-row x 32-K tile of h or of the activation times
@@ -823,7 +833,7 @@ private:
                 .parallel(mo);
         };
         // specialize() copies the schedule so far; the tiles below are shared by both cases.
-        tasks(O.specialize(O.dim(1).extent() >= kAmxLargeTaskMinM), kAmxRows);
+        tasks(O.specialize(*large_tasks), kAmxRows);
         tasks(O, kAmxMinRows);
         auto tiles = [&](Func z, Func mm, RDom r) {
             z.compute_at(O, mo)

@@ -23,6 +23,7 @@
 #include <limits>
 #include <ostream>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -458,10 +459,40 @@ TEST(FfnAmx, HandScheduleUsesAmxWhereUsable) {
     }
 }
 
-// The AMX kernel's tasks are 16 rows below M = 128 and 64 rows from there, the last task shifted
-// inwards; M < 16 is padded. Each output row depends on its own h row only, in the same order of
-// tile sums, so every M must give the same bits as the first M rows of a 300-row call (and never
-// write past its M rows: out is exactly M rows here, ASan checks the sanitized run).
+// The task-size rule (ffn.h amx_task_rows): rounds(64) * 12 <= rounds(16) * 5 picks 64 rows.
+// The expected values are worked out by hand from that rule, not by calling it twice.
+TEST(FfnAmx, TaskRowsFollowTheRoundsRule) {
+    struct Case {
+        int64_t M;
+        int threads;
+        int64_t rows;
+    };
+    const Case cases[] = {
+        {1, 1, 16},     // one round either way: 12 > 5
+        {32, 1, 16},    // 2 rounds of 16 (10) < 1 round of 64 (12)
+        {33, 1, 64},    // 3 rounds of 16 (15) >= 12: one padded 64-row task
+        {48, 1, 64},   {127, 1, 64},  {512, 1, 64},
+        {48, 2, 16},    // 3 tasks of 16 in 2 rounds (10) < 12
+        {64, 2, 16},    // 4 tasks of 16 in 2 rounds (10) < 1 task of 64 (12)
+        {100, 2, 64},   // 2 tasks of 64, 1 round (12) <= 7 tasks of 16, 4 rounds (20)
+        {128, 2, 64},  {512, 8, 64},   // 8 tasks of 64 in 1 round (12) <= 32 of 16 in 4 (20)
+        {512, 16, 16},  // 1 round (12) > 32 tasks of 16 in 2 rounds (10)
+        {512, 56, 16},  // 1 round either way
+        {4096, 56, 64}, // 64 tasks in 2 rounds (24) <= 256 tasks in 5 rounds (25)
+    };
+    for (const Case &c : cases) {
+        EXPECT_EQ(amx_task_rows(c.M, c.threads), c.rows) << "M = " << c.M << ", threads = " << c.threads;
+    }
+    EXPECT_THROW(amx_task_rows(0, 1), Error);
+    EXPECT_THROW(amx_task_rows(1, 0), Error);
+}
+
+// The AMX kernel's tasks are 16 or 64 rows (amx_task_rows, from M and the thread count), the last
+// task shifted inwards; M below the task size is padded. Each output row depends on its own h
+// row only, in the same order of tile sums, so every M at every thread count must give the same
+// bits as the first M rows of a 300-row call (and never write past its M rows: out is exactly
+// M rows here, ASan checks the sanitized run). Thread counts 1, 2 and 16 give both task sizes
+// at M = 48 and M = 512-like shapes (checked below with amx_task_rows).
 TEST(FfnAmx, TaskSizesGiveTheSameRows) {
     const int64_t big_m = 300, d_model = 96, d_ff = 200;
     Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, big_m, d_model, d_ff, true, true, 93);
@@ -478,17 +509,26 @@ TEST(FfnAmx, TaskSizesGiveTheSameRows) {
     std::vector<uint16_t> all(std::size_t(big_m * d_model));
     f.forward(TensorView::contiguous(const_cast<uint16_t *>(hp), DType::BF16, {big_m, d_model}),
               TensorView::contiguous(all.data(), DType::BF16, {big_m, d_model}));
-    for (int64_t M : {1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 191, 192, 193}) {
-        std::vector<uint16_t> hm(hp, hp + M * d_model), out(std::size_t(M * d_model));
-        f.forward(TensorView::contiguous(hm.data(), DType::BF16, {M, d_model}),
-                  TensorView::contiguous(out.data(), DType::BF16, {M, d_model}));
-        int64_t differ = 0;
-        for (int64_t m = 0; m < M; m++) {
-            differ += std::memcmp(&out[std::size_t(m * d_model)], &all[std::size_t(m * d_model)],
-                                  std::size_t(d_model) * 2) != 0;
+    const int threads_before = num_threads();
+    std::set<int64_t> sizes_used;
+    for (int threads : {1, 2, 16}) {
+        set_num_threads(threads);
+        for (int64_t M : {1, 15, 16, 17, 33, 48, 63, 64, 65, 100, 127, 128, 129, 191, 192, 193, 300}) {
+            sizes_used.insert(amx_task_rows(M, threads));
+            std::vector<uint16_t> hm(hp, hp + M * d_model), out(std::size_t(M * d_model));
+            f.forward(TensorView::contiguous(hm.data(), DType::BF16, {M, d_model}),
+                      TensorView::contiguous(out.data(), DType::BF16, {M, d_model}));
+            int64_t differ = 0;
+            for (int64_t m = 0; m < M; m++) {
+                differ += std::memcmp(&out[std::size_t(m * d_model)], &all[std::size_t(m * d_model)],
+                                      std::size_t(d_model) * 2) != 0;
+            }
+            EXPECT_EQ(differ, 0) << "M = " << M << ", threads = " << threads << " (tasks of "
+                                 << amx_task_rows(M, threads) << " rows): rows differing from the 300-row call";
         }
-        EXPECT_EQ(differ, 0) << "M = " << M << ": rows differing from the 300-row call";
     }
+    set_num_threads(threads_before);
+    EXPECT_EQ(sizes_used, (std::set<int64_t>{16, 64})) << "both task sizes must have run";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include "common/ffn_layout.h"
 #include "gelukit/error.h"
 #include "gelukit/generated/ffn_kernel_headers.h"
+#include "gelukit/runtime.h"
 #include "halide_glue.h"
 
 namespace gelukit {
@@ -129,11 +130,15 @@ constexpr int64_t kMaxFeatures = 44739242;
 // The Adams2019 FFN libraries are scheduled for the BERT-base estimate (generators/ffn_generator.cpp
 // set_estimates: 512 tokens, 768 / 3072 features); none of their tiles is larger.
 constexpr int64_t kAutoschedMinRows = 512, kAutoschedMinCols = 3072;
-// The AMX kernel (generators/ffn_generator.cpp, schedule_amx): its tasks are kAmxRows token rows
-// (M >= 128) or kAmxMinRows (shifted inwards, so M is padded up to kAmxMinRows), its GEMMs step K by kAmxK (d_model and the padded
-// d_ff are padded to multiples of it: zero columns of h and zero weights add nothing), and it
-// indexes with 32 bits (tensors of 2^31 bytes or more go to the hand kernel).
+// The AMX kernel (generators/ffn_generator.cpp, schedule_amx): its tasks are kAmxRows or
+// kAmxMinRows token rows (amx_task_rows; shifted inwards, so M is padded up to the task size),
+// its GEMMs step K by kAmxK (d_model and the padded d_ff are padded to multiples of it: zero
+// columns of h and zero weights add nothing), and it indexes with 32 bits (tensors of 2^31
+// bytes or more go to the hand kernel).
 constexpr int64_t kAmxRows = 64, kAmxMinRows = 16, kAmxK = 32;
+// Cost of a kAmxRows task over a kAmxMinRows one (amx_task_rows in ffn.h): 12 / 5 = 2.4, from
+// the measured 64 x 0.0183 / (16 x 0.0306) ms = 2.39 (BERT-base, one thread, README "Intel AMX").
+constexpr int64_t kAmxLargeTaskCost = 12, kAmxSmallTaskCost = 5;
 
 // 64-byte aligned owned storage (one cache line / one zmm).
 struct AlignedBytes {
@@ -302,6 +307,15 @@ const std::vector<FfnKernelInfo> &ffn_kernels() {
         return v;
     }();
     return infos;
+}
+
+int64_t amx_task_rows(int64_t M, int threads) {
+    if (M < 1 || threads < 1) {
+        throw Error(ErrorCode::InvalidArgument, "amx_task_rows: M (" + std::to_string(M) + ") and threads (" +
+                                                    std::to_string(threads) + ") must be >= 1");
+    }
+    auto rounds = [&](int64_t rows) { return ceil_div(ceil_div(M, rows), int64_t(threads)); };
+    return rounds(kAmxRows) * kAmxLargeTaskCost <= rounds(kAmxMinRows) * kAmxSmallTaskCost ? kAmxRows : kAmxMinRows;
 }
 
 struct FeedForward::Impl {
@@ -583,10 +597,11 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // buffer it indexes, its per-task z1 / z2 accumulators included, spans less than 2^31 bytes
     // (32-bit indices). Otherwise the vector kernel runs on views of the same panels that leave
     // the AMX padding out (it only needs d_model rounded up to kpair and whole d_ff panels).
-    const int64_t amx_rows = std::max(M, kAmxMinRows);
+    const int64_t amx_task = im.amx != nullptr ? amx_task_rows(M, num_threads()) : kAmxMinRows;
+    const int64_t amx_rows = std::max(M, amx_task);
     auto under_2g = [](int64_t elems, std::size_t bytes_per) { return elems < (int64_t(1) << 31) / int64_t(bytes_per); };
-    // h is copied (compact rows of im.k_pad) when d_model needs padding or M < kAmxMinRows.
-    const int64_t amx_h_stride = (im.k_pad != im.d_model || M < kAmxMinRows) ? im.k_pad : h.strides[0];
+    // h is copied (compact rows of im.k_pad) when d_model needs padding or M < the task's rows.
+    const int64_t amx_h_stride = (im.k_pad != im.d_model || M < amx_task) ? im.k_pad : h.strides[0];
     // (claim_amx_dispatch last: it checks the cap and marks the dispatch in one step.)
     const bool use_amx = im.amx != nullptr && under_2g(amx_rows * amx_h_stride, es) &&
                          under_2g(amx_rows * std::max(out.strides[0], d_out), es) &&
@@ -641,8 +656,8 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // Adams2019 shifts its output tiles inwards (tiles up to its estimate, 512 tokens x 3072
     // features), which writes before the start of a smaller output: give it a scratch output of
     // at least that size (allocated after the bounds check below) and copy the real part out.
-    // The AMX kernel's last task is shifted inwards to end at row run_rows: with M < kAmxMinRows
-    // it writes a scratch output of kAmxMinRows rows.
+    // The AMX kernel's last task is shifted inwards to end at row run_rows: with M < the task's
+    // rows it writes a scratch output of that many rows.
     const FfnEntry &run = use_amx ? *im.amx : *im.kernel;
     int64_t out_rows = M, out_cols = d_out, out_stride = out.strides[0];
     const bool autosched_scratch =
@@ -667,6 +682,10 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
         args.push_back(&B2.buf);
         args.push_back(&residual);
         args.push_back(&d_ff);
+    }
+    bool large_tasks = amx_task == kAmxRows;  // the AMX kernel's input large_tasks
+    if (use_amx) {
+        args.push_back(&large_tasks);
     }
     args.push_back(&O.buf);
     std::vector<uint8_t> scratch;
