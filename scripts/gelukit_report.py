@@ -387,6 +387,61 @@ def render_ffn(rows):
     return out
 
 
+# A row at t > 1 threads that takes more than this many times its 1-thread time. More threads can
+# fail to help, but on an idle machine they do not make a kernel several times slower; when
+# another process keeps the cores busy, OpenMP peers (oneDNN) spin at their barriers and their
+# multi-threaded rows become 1000x slower (seen on the 2-vCPU VM with a build beside the bench).
+CONTENTION_FACTOR = 2.0
+
+
+def _threads_of(keys):
+    value = dict(keys).get("threads")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def contention_suspects(results, ffn):
+    """Rows whose multi-thread time exceeds CONTENTION_FACTOR x the same row at 1 thread, as
+    (name, threads, time at t, time at 1 thread, unit), slowest ratio first."""
+    times = {}  # (family, pos, variant, keys without threads) -> {threads: (time, unit)}
+    for (fam, pos, variant, keys), (ns, _gbs) in results.items():
+        t = _threads_of(keys)
+        if t is not None:
+            rest = tuple(kv for kv in keys if kv[0] != "threads")
+            times.setdefault((fam, pos, variant, rest), {})[t] = (ns, "ns/elem")
+    for (fam, pos, variant, keys), row in ffn.items():
+        t = _threads_of(keys)
+        if t is not None and "ms" in row:
+            rest = tuple(kv for kv in keys if kv[0] != "threads")
+            times.setdefault((fam, pos, variant, rest), {})[t] = (float(row["ms"]), "ms")
+    out = []
+    for (fam, pos, variant, rest), by_threads in times.items():
+        if 1 not in by_threads:
+            continue
+        one, unit = by_threads[1]
+        for t, (value, _) in by_threads.items():
+            if t > 1 and one > 0 and value > CONTENTION_FACTOR * one:
+                name = "/".join([fam, *pos, variant] + [f"{k}:{v}" for k, v in rest])
+                out.append((name, t, value, one, unit))
+    return sorted(out, key=lambda s: s[2] / s[3], reverse=True)
+
+
+def render_contention(suspects):
+    if not suspects:
+        return []
+    out = ["## Warning: multi-thread rows slower than one thread", "",
+           f"{len(suspects)} rows took more than {CONTENTION_FACTOR:g}x their own 1-thread time with more threads. "
+           "That is the sign of other processes using the cores during the run (OpenMP peers such as "
+           "oneDNN spin at barriers when a core is taken): their multi-thread figures and ratios are not "
+           "trustworthy. Re-run the benchmark on an idle machine. Worst rows:", ""]
+    for name, t, value, one, unit in suspects[:10]:
+        out.append(f"- `{name}` threads:{t}: {value:.4g} {unit} vs {one:.4g} {unit} at 1 thread ({value / one:.0f}x)")
+    out.append("")
+    return out
+
+
 def render(context, results, ffn, errors, skipped, source):
     out = ["# gelukit benchmark report", ""]
     out.append(f"Source: `{source}`")
@@ -400,6 +455,12 @@ def render(context, results, ffn, errors, skipped, source):
     out.append(f"ratio = {BASELINE} ns/element / variant ns/element (throughput relative to {BASELINE}; "
                f"> 1 is faster). GB/s counts bytes read + written.")
     out.append("")
+
+    suspects = contention_suspects(results, ffn)
+    out.extend(render_contention(suspects))
+    if suspects:
+        print(f"gelukit_report: warning: {len(suspects)} multi-thread rows are over {CONTENTION_FACTOR:g}x slower "
+              "than at 1 thread (other processes on the cores?): see the report's warning", file=sys.stderr)
 
     peaks = [f"{k.split(':')[1]} threads {float(v):.0f} GFLOP/s" for k, v in context.items()
              if k.startswith("fma_peak_gflops_threads:")]

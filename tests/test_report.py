@@ -176,6 +176,19 @@ def main():
     grid_max = max(int(r.split(",")[1]) for r in rows) if rows else -1
     if len(grid) != 1 or not grid[0].endswith(f"their max_ulp={grid_max} (grid points only)"):
         failures.append(f"profile line does not state the CSV's maximum {grid_max}: {grid}")
+    # Contention check: the fixture (an idle run) has no warning; a 2-thread row 100x slower than
+    # its 1-thread row, and one 1.5x slower (below the 2x threshold), give exactly one listed row.
+    if "## Warning: multi-thread rows" in text:
+        failures.append("the fixture's report warns about contention")
+    slow = os.path.join(work, "contended.json")
+    with open(slow, "w", encoding="utf-8") as f:
+        f.write(bench(gelu(), gelu(name=GELU_ROW["name"].replace("threads:1", "threads:2"), ns_per_elem=200.0),
+                      FFN_ROW, {**FFN_ROW, "name": FFN_ROW["name"].replace("threads:1", "threads:2"), "ms": 60.0}))
+    result = run_report(source, [slow])
+    listed = re.findall(r"^- `([^`]+)` threads:2: ", result.stdout, re.M)
+    if (result.returncode != 0 or "## Warning: multi-thread rows slower than one thread" not in result.stdout
+            or listed != ["gelu/forward/f32/erf/acc_hand/N:4096"] or "warning: 1 multi-thread rows" not in result.stderr):
+        failures.append(f"contended run: rc {result.returncode}, listed {listed}, stderr {result.stderr!r}")
     malformed = check_malformed(source, work, fixture, failures)
     for failure in failures:
         print("FAIL:", failure)
