@@ -4,8 +4,8 @@
 //   ffn/<dtype>/<form>/<variant>/M:<m>/d_model:<d>/d_ff:<f>/threads:<t>
 //     variant   gelukit: <kind>_<schedule> (ffn_hand, ffn_adams2019, ffn_naive, geglu_hand, ...),
 //               each the registry kernel of that schedule pinned by name; <kind>_amx: the Intel
-//               AMX kernel (ffn_bf16_erf_amx), registered only where AMX is usable (the kernel
-//               Schedule::Hand takes there)
+//               AMX kernels, Schedule::Hand unpinned, registered only where AMX is usable (there
+//               Hand runs ffn_bf16_erf_amx_panels for M <= 256, ffn_bf16_erf_amx above)
 //               onednn_fused    matmul + bias + GELU post-op, then matmul + bias (weights in
 //                               oneDNN's preferred blocked layout, reordered once)
 //               onednn_unfused  matmul + bias, a separate eltwise GELU, matmul + bias
@@ -244,8 +244,12 @@ std::string name(const Workload &w, DType dt, const std::string &variant, int th
            "/threads:" + std::to_string(threads);
 }
 
+bool ends_with(const std::string &s, const std::string &suffix) {
+    return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+// The AMX kernels: <row>_amx (row tasks) and <row>_amx_panels (panel tasks, small M).
 bool is_amx(const FfnKernelInfo &k) {
-    return k.name.size() > 4 && k.name.compare(k.name.size() - 4, 4, "_amx") == 0;
+    return ends_with(k.name, "_amx") || ends_with(k.name, "_amx_panels");
 }
 
 // The name of the built kernel for (kind, dtype, form, schedule, layout), AMX ones excluded
@@ -267,7 +271,7 @@ bool built(FfnKind kind, DType dt, Form form, Schedule s, bool packed = true) {
 // is refused with Unsupported where AMX is not usable: CPU, OS grant, GELUKIT_MAX_ISA).
 std::string usable_amx(FfnKind kind, DType dt, Form form) {
     for (const FfnKernelInfo &k : ffn_kernels()) {
-        if (!is_amx(k) || k.kind != kind || k.dtype != dt || k.form != form_name(form)) {
+        if (!ends_with(k.name, "_amx") || k.kind != kind || k.dtype != dt || k.form != form_name(form)) {
             continue;
         }
         std::vector<float> zeros(64 * 64, 0.0f);  // large enough for f32 and bf16 64 x 64
@@ -331,9 +335,10 @@ void register_ffn_benchmarks(int threads) {
                     }
                 }
                 if (s == Schedule::Hand) {
-                    const std::string amx = usable_amx(w.kind, dt, w.form);
-                    if (!amx.empty()) {
-                        add(std::string(ffn_kind_name(w.kind)) + "_amx", /*borrow=*/false, amx);
+                    // "<kind>_amx": Schedule::Hand as a user gets it where AMX runs (not pinned):
+                    // the panel kernel for M <= 256, the row-task kernel above.
+                    if (!usable_amx(w.kind, dt, w.form).empty()) {
+                        add(std::string(ffn_kind_name(w.kind)) + "_amx", /*borrow=*/false);
                     }
                 }
             }

@@ -366,6 +366,12 @@ function(gelukit_add_ffn_kernels)
                                 PARAMS kind=ffn form=erf dtype=bfloat16 @SCHED@ amx=1 math=fast)
         string(APPEND inc "GELUKIT_FFN_KERNEL(ffn_bf16_erf_amx, ffn, bf16, erf, hand, 1)\n")
         string(APPEND headers "#include \"ffn_bf16_erf_amx.h\"\n")
+        # Its small-M companion, parallel over weight panels (schedule_amx_panels): the runtime
+        # takes it where the 16-row tasks would be fewer than the threads (use_amx_panels).
+        _gelukit_kernel_library(ffn_bf16_erf_amx_panels REGISTERED ffn SCHEDULE hand
+                                PARAMS kind=ffn form=erf dtype=bfloat16 @SCHED@ amx=1 amx_panels=1 math=fast)
+        string(APPEND inc "GELUKIT_FFN_KERNEL(ffn_bf16_erf_amx_panels, ffn, bf16, erf, hand, 1)\n")
+        string(APPEND headers "#include \"ffn_bf16_erf_amx_panels.h\"\n")
         set(ARG_TARGETS ${saved_targets})
         set(ARG_FEATURES ${saved_features})
         set(inspect_target ${saved_inspect})

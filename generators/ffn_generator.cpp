@@ -22,6 +22,8 @@
 //                                          matrices, packed per task in the pipeline (f32 CPU)
 //   amx                                    1: both GEMMs on Intel AMX tiles (tdpbf16ps; kind ffn,
 //                                          bfloat16, avx512_sapphirerapids only; schedule_amx)
+//   amx_panels                             with amx=1: 1 = parallel over weight panels, all M rows
+//                                          per task (schedule_amx_panels, small M)
 //
 // Arguments (Halide dimension order: innermost first):
 //   h      (k, m)            activations, M x d_model row-major
@@ -184,6 +186,10 @@ public:
     GeneratorParam<int> pack_weights{"pack_weights", 1, 0, 1};
     // Both GEMMs on AMX tiles (schedule_amx): 0 = no (vector FMA/vdpbf16ps tiles), 1 = yes.
     GeneratorParam<int> amx{"amx", 0, 0, 1};
+    // With amx=1: 0 = parallel tasks of token rows (schedule_amx); 1 = parallel over weight
+    // panels with all M rows in every task (schedule_amx_panels), for calls with fewer 16-row
+    // tasks than threads (small M).
+    GeneratorParam<int> amx_panels{"amx_panels", 0, 0, 1};
 
     Input<Buffer<>> *h = nullptr;
     Input<Buffer<>> *w1 = nullptr;
@@ -204,7 +210,7 @@ public:
         const std::pair<const GeneratorParam<int> *, std::array<int, 2>> ranges[] = {
             {&m_block, {0, 4096}},      {&avx512_tile_rows, {0, 9}}, {&avx2_tile_rows, {0, 12}},
             {&avx2_tile_vectors, {0, 6}}, {&k_block, {0, 4096}},     {&epilogue_at, {-1, 1}},
-            {&gpu_rows, {8, 128}},       {&pack_weights, {0, 1}},     {&amx, {0, 1}}};
+            {&gpu_rows, {8, 128}},       {&pack_weights, {0, 1}},     {&amx, {0, 1}}, {&amx_panels, {0, 1}}};
         for (const auto &[param, range] : ranges) {
             const int value = *param;
             if (value < range[0] || value > range[1]) {
@@ -248,6 +254,9 @@ public:
             throw std::invalid_argument("ffn: amx=1 is built for kind=ffn, dtype=bfloat16, the hand schedule and an "
                                         "x86-64 avx512_sapphirerapids target only");
         }
+        if (amx_panels && !amx) {
+            throw std::invalid_argument("ffn: amx_panels=1 needs amx=1");
+        }
         const int wdims = amx ? 3 : pack_weights ? 4 : 2;
         h = add_input<Buffer<>>("h", st, 2);
         w1 = add_input<Buffer<>>("w1", st, wdims);
@@ -261,7 +270,7 @@ public:
             residual = add_input<bool>("residual");
             d_ff_real = add_input<int>("d_ff");
         }
-        if (amx) {
+        if (amx && !amx_panels) {
             large_tasks = add_input<bool>("large_tasks");
         }
         out = add_output<Buffer<>>("out", st, 2);
@@ -792,10 +801,10 @@ private:
 
     // AMX token rows per parallel task: kAmxRows with the input large_tasks, else kAmxMinRows
     // (one accumulator tile's rows); the runtime pads M up to the task's rows (the tasks shift
-    // inwards) and chooses the size from M and the thread count (amx_large_tasks in
+    // inwards) and chooses the size from M and the thread count (amx_task_rows in
     // runtime/src/ffn.cpp). Why two sizes: a task streams both weight matrices once (4.5 MiB
     // each at BERT-base, more than L2), so rows per task set the weight traffic per token
-    // (per row, a 16-row task cost 1.68x a 64-row one, measured there); but fewer, larger tasks
+    // (per row, a 16-row task cost 1.67x a 64-row one, measured there); but fewer, larger tasks
     // leave cores idle (M = 512 is 8 tasks of 64 rows) and a 64-row task at M = 16 computes 4x
     // the work.
     static constexpr int kAmxRows = 64, kAmxMinRows = 16;
@@ -823,6 +832,10 @@ private:
     // Unrolling the K loop by 2 gave 9.25 ms (LLVM reuses tmm1/tmm2; the chain through the one
     // accumulator tile stays serial).
     void schedule_amx() {
+        if (amx_panels) {
+            schedule_amx_panels();
+            return;
+        }
         Output<Buffer<>> &O = *out;
         Var mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"}, pio{"pio"}, pii{"pii"}, mio{"mio"}, mii{"mii"};
         auto tasks = [&](Stage s, int rows) {
@@ -848,6 +861,44 @@ private:
         tiles(z1, mm1, r1);
         a.compute_at(O, mo).vectorize(n, 16);
         tiles(z2, mm2, r2);
+    }
+
+    // Weight panels per parallel task of schedule_amx_panels (96 features: the padded d_ff is a
+    // whole number of panel pairs, see the runtime's panels_ff).
+    static constexpr int kAmxPanelsPerTask = 2;
+
+    // AMX for small M (amx_panels=1): with fewer 16-row tasks than threads, schedule_amx leaves
+    // threads idle (M = 16: one task, one core). Here each GEMM is parallel over weight panels
+    // instead, every task taking all M rows: GEMM 1 + epilogue into the activation a at root
+    // (M x d_ff bf16) in tasks of kAmxPanelsPerTask d_ff panels, then GEMM 2 + bias + residual in
+    // tasks of kAmxPanelsPerTask output panels. The same 16 x 16 tiles and loop order inside a
+    // task as schedule_amx (row blocks innermost); the rows are split in 16-row blocks shifted
+    // inwards (the runtime pads M to at least 16).
+    void schedule_amx_panels() {
+        Output<Buffer<>> &O = *out;
+        Var no{"no"}, ni{"ni"}, nio{"nio"}, nii{"nii"}, pio{"pio"}, pii{"pii"}, mio{"mio"}, mii{"mii"};
+        auto panel_tasks = [&](Func f) {
+            f.split(n, no, ni, kPanel * kAmxPanelsPerTask, TailStrategy::GuardWithIf)
+                .split(ni, nio, nii, 16, TailStrategy::GuardWithIf)
+                .reorder(nii, m, nio, no)
+                .vectorize(nii)
+                .parallel(no);
+        };
+        auto tiles = [&](Func z, Func mm, RDom r, Func consumer) {
+            z.compute_at(consumer, no)
+                .split(pi, pio, pii, 16)
+                .split(m, mio, mii, 16, TailStrategy::ShiftInwards)
+                .reorder(pii, mii, mio, pio, po)
+                .vectorize(pii)
+                .vectorize(mii);
+            mm.compute_at(z, mio).store_in(MemoryType::AMXTile).vectorize(pi).vectorize(m);
+            mm.update().reorder({r.x, pi, m, r.y, po}).atomic().vectorize(r.x).vectorize(pi).vectorize(m);
+        };
+        a.compute_root();
+        panel_tasks(a);
+        tiles(z1, mm1, r1, a);
+        panel_tasks(O);
+        tiles(z2, mm2, r2, O);
     }
 
     void schedule_hand() {

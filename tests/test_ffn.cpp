@@ -300,8 +300,11 @@ void expect_unsupported_or_correct(const FfnKernelInfo &k, const Problem &p) {
 // f32 ffn on AVX-512), every M of the issue, with and without biases and residual.
 // The AMX kernels (ffn_bf16_erf_amx) run only where AMX is usable (CPU, OS grant, ISA cap):
 // elsewhere pinning one is refused with Unsupported, and their tests skip.
+bool ends_with(const std::string &s, const std::string &suffix) {
+    return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 bool is_amx_kernel(const FfnKernelInfo &k) {
-    return k.name.size() > 4 && k.name.compare(k.name.size() - 4, 4, "_amx") == 0;
+    return ends_with(k.name, "_amx") || ends_with(k.name, "_amx_panels");
 }
 bool amx_runs(const FfnKernelInfo &k, std::string *why) {
     std::vector<uint16_t> w(64 * 64, 0);
@@ -430,9 +433,9 @@ TEST(FfnAmx, LargeOutputFallsBackToVectorKernel) {
 // the double reference either way, at M = 1 (one row padded to the smallest AMX task, 16 rows)
 // and 33. The dispatch is noted when the AMX kernel runs, not at construction.
 TEST(FfnAmx, HandScheduleUsesAmxWhereUsable) {
-    const FfnKernelInfo *amx = nullptr;
+    const FfnKernelInfo *amx = nullptr;  // the row-task kernel, which kernel_name() names
     for (const FfnKernelInfo &k : ffn_kernels()) {
-        if (is_amx_kernel(k)) {
+        if (is_amx_kernel(k) && ends_with(k.name, "_amx")) {
             amx = &k;
         }
     }
@@ -450,7 +453,7 @@ TEST(FfnAmx, HandScheduleUsesAmxWhereUsable) {
     FeedForward f(fw, o);
     EXPECT_EQ(f.kernel_name(), usable ? amx->name : std::string("ffn_bf16_erf_hand")) << why;
     uint32_t seed = 77;
-    for (int64_t M : {1, 33}) {
+    for (int64_t M : {1, 33, 300}) {  // the panel kernel (M <= 256), then the row-task one
         Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, M, 96, 200, true, true, seed++);
         check(p, Schedule::Hand, "hand/amx M=" + std::to_string(M));
     }
@@ -479,56 +482,83 @@ TEST(FfnAmx, TaskRowsFollowTheRoundsRule) {
         {512, 16, 16},  // 1 round (12) > 32 tasks of 16 in 2 rounds (10)
         {512, 56, 16},  // 1 round either way
         {4096, 56, 64}, // 64 tasks in 2 rounds (24) <= 256 tasks in 5 rounds (25)
+        {2147483647, 1, 64},  // the largest M: no overflow in the rounding up
     };
     for (const Case &c : cases) {
         EXPECT_EQ(amx_task_rows(c.M, c.threads), c.rows) << "M = " << c.M << ", threads = " << c.threads;
     }
     EXPECT_THROW(amx_task_rows(0, 1), Error);
     EXPECT_THROW(amx_task_rows(1, 0), Error);
+    EXPECT_THROW(amx_task_rows(int64_t(1) << 31, 1), Error);
+    EXPECT_THROW(amx_task_rows(INT64_MAX, 1), Error);
 }
 
-// The AMX kernel's tasks are 16 or 64 rows (amx_task_rows, from M and the thread count), the last
-// task shifted inwards; M below the task size is padded. Each output row depends on its own h
-// row only, in the same order of tile sums, so every M at every thread count must give the same
-// bits as the first M rows of a 300-row call (and never write past its M rows: out is exactly
-// M rows here, ASan checks the sanitized run). Thread counts 1, 2 and 16 give both task sizes
-// at M = 48 and M = 512-like shapes (checked below with amx_task_rows).
+// The AMX kernels: the row-task one (tasks of 16 or 64 rows, amx_task_rows, from M and the
+// thread count; the last task shifted inwards, M below the task size padded) and the panel one
+// (all rows per task in 16-row blocks, the last block shifted inwards), which Schedule::Hand
+// runs for M <= 256. Each output row depends on its own h row only, through the same 16 x 16
+// tiles summed over K in the same order, so every M, thread count and kernel (pinned row-task,
+// pinned panel, and Hand's choice) must give the same bits as the first M rows of a 300-row
+// call, and never write outside its rows: h and out have padded row strides, out's padding
+// columns hold a sentinel, and ASan checks the sanitized run. d_model 96, and 40 (not a
+// multiple of 32: h goes through the runtime's padded copy). Thread counts 1, 2 and 3 use both
+// row-task sizes (checked below with amx_task_rows).
 TEST(FfnAmx, TaskSizesGiveTheSameRows) {
-    const int64_t big_m = 300, d_model = 96, d_ff = 200;
-    Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, big_m, d_model, d_ff, true, true, 93);
-    StoredProblem sp(p);
-    Storage &h = sp.h;
-    const FeedForwardWeights &w = sp.weights;
-    FeedForwardOptions o;
-    o.kind = FfnKind::Ffn, o.form = Form::Erf, o.dtype = DType::BF16, o.residual = true;
-    FeedForward f(w, o);
-    if (f.kernel_name() != "ffn_bf16_erf_amx") {
-        GTEST_SKIP() << "the AMX kernel is not chosen here (" << f.kernel_name() << ")";
-    }
-    const auto *hp = static_cast<const uint16_t *>(h.data(DType::BF16));
-    std::vector<uint16_t> all(std::size_t(big_m * d_model));
-    f.forward(TensorView::contiguous(const_cast<uint16_t *>(hp), DType::BF16, {big_m, d_model}),
-              TensorView::contiguous(all.data(), DType::BF16, {big_m, d_model}));
+    const int64_t big_m = 300, d_ff = 200;
+    const uint16_t sentinel = 0x7FC1;  // a NaN the kernels never write (theirs is 0x7FC0)
     const int threads_before = num_threads();
     std::set<int64_t> sizes_used;
-    for (int threads : {1, 2, 16}) {
-        set_num_threads(threads);
-        for (int64_t M : {1, 15, 16, 17, 33, 48, 63, 64, 65, 100, 127, 128, 129, 191, 192, 193, 300}) {
-            sizes_used.insert(amx_task_rows(M, threads));
-            std::vector<uint16_t> hm(hp, hp + M * d_model), out(std::size_t(M * d_model));
-            f.forward(TensorView::contiguous(hm.data(), DType::BF16, {M, d_model}),
-                      TensorView::contiguous(out.data(), DType::BF16, {M, d_model}));
-            int64_t differ = 0;
-            for (int64_t m = 0; m < M; m++) {
-                differ += std::memcmp(&out[std::size_t(m * d_model)], &all[std::size_t(m * d_model)],
-                                      std::size_t(d_model) * 2) != 0;
+    for (int64_t d_model : {96, 40}) {
+        Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, big_m, d_model, d_ff, true, true, 93);
+        StoredProblem sp(p);
+        FeedForwardOptions o;
+        o.kind = FfnKind::Ffn, o.form = Form::Erf, o.dtype = DType::BF16, o.residual = true;
+        FeedForward hand(sp.weights, o);
+        if (hand.kernel_name() != "ffn_bf16_erf_amx") {
+            GTEST_SKIP() << "the AMX kernel is not chosen here (" << hand.kernel_name() << ")";
+        }
+        o.kernel = "ffn_bf16_erf_amx";
+        FeedForward row_tasks(sp.weights, o);
+        o.kernel = "ffn_bf16_erf_amx_panels";
+        FeedForward panel_tasks(sp.weights, o);
+        const auto *hp = static_cast<const uint16_t *>(sp.h.data(DType::BF16));
+        std::vector<uint16_t> all(std::size_t(big_m * d_model));
+        row_tasks.forward(TensorView::contiguous(const_cast<uint16_t *>(hp), DType::BF16, {big_m, d_model}),
+                          TensorView::contiguous(all.data(), DType::BF16, {big_m, d_model}));
+        const int64_t hs = d_model + 4, os = d_model + 8;  // padded row strides (elements)
+        for (int threads : {1, 2, 3}) {
+            set_num_threads(threads);
+            for (int64_t M : {1, 15, 16, 17, 33, 48, 63, 64, 65, 100, 127, 128, 129, 191, 192, 193, 256, 257, 300}) {
+                sizes_used.insert(amx_task_rows(M, threads));
+                std::vector<uint16_t> hm(std::size_t(M * hs), 0);
+                for (int64_t m = 0; m < M; m++) {
+                    std::memcpy(&hm[std::size_t(m * hs)], hp + m * d_model, std::size_t(d_model) * 2);
+                }
+                const std::pair<const char *, const FeedForward *> kernels[] = {
+                    {"row tasks", &row_tasks}, {"panel tasks", &panel_tasks}, {"Schedule::Hand", &hand}};
+                for (const auto &[what, f] : kernels) {
+                    std::vector<uint16_t> out(std::size_t(M * os), sentinel);
+                    f->forward(TensorView::strided(hm.data(), DType::BF16, {M, d_model}, {hs, 1}),
+                               TensorView::strided(out.data(), DType::BF16, {M, d_model}, {os, 1}));
+                    int64_t differ = 0, padding_written = 0;
+                    for (int64_t m = 0; m < M; m++) {
+                        differ += std::memcmp(&out[std::size_t(m * os)], &all[std::size_t(m * d_model)],
+                                              std::size_t(d_model) * 2) != 0;
+                        for (int64_t c = d_model; c < os; c++) {
+                            padding_written += out[std::size_t(m * os + c)] != sentinel;
+                        }
+                    }
+                    EXPECT_EQ(differ, 0) << what << ", d_model " << d_model << ", M = " << M << ", threads = "
+                                         << threads << " (row tasks of " << amx_task_rows(M, threads)
+                                         << " rows): rows differing from the 300-row call";
+                    EXPECT_EQ(padding_written, 0) << what << ", d_model " << d_model << ", M = " << M
+                                                  << ", threads = " << threads << ": out's padding columns written";
+                }
             }
-            EXPECT_EQ(differ, 0) << "M = " << M << ", threads = " << threads << " (tasks of "
-                                 << amx_task_rows(M, threads) << " rows): rows differing from the 300-row call";
         }
     }
     set_num_threads(threads_before);
-    EXPECT_EQ(sizes_used, (std::set<int64_t>{16, 64})) << "both task sizes must have run";
+    EXPECT_EQ(sizes_used, (std::set<int64_t>{16, 64})) << "both row-task sizes must have run";
 }
 
 // ---------------------------------------------------------------------------------------------

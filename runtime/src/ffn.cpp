@@ -52,10 +52,18 @@ const std::vector<FfnEntry> &registry() {
     return entries;
 }
 
-// The AMX kernels (schedule_amx in generators/ffn_generator.cpp) are named <row>_amx.
+bool ends_with(const std::string &s, const char *suffix) {
+    const std::size_t n = std::strlen(suffix);
+    return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
+}
+// The AMX kernels (generators/ffn_generator.cpp) are named <row>_amx (schedule_amx: parallel
+// tasks of token rows) and <row>_amx_panels (schedule_amx_panels: parallel over weight panels,
+// for small M).
+bool is_amx_panels(const FfnEntry &e) {
+    return ends_with(e.info.name, "_amx_panels");
+}
 bool is_amx(const FfnEntry &e) {
-    const std::string &n = e.info.name;
-    return n.size() > 4 && n.compare(n.size() - 4, 4, "_amx") == 0;
+    return ends_with(e.info.name, "_amx") || is_amx_panels(e);
 }
 
 // The kernel for the options: the pinned one (options.kernel), else for the schedule: with
@@ -139,6 +147,9 @@ constexpr int64_t kAmxRows = 64, kAmxMinRows = 16, kAmxK = 32;
 // Cost of a kAmxRows task over a kAmxMinRows one (amx_task_rows in ffn.h): 12 / 5 = 2.4, from
 // the measured 64 x 0.0183 / (16 x 0.0306) ms = 2.39 (BERT-base, one thread, README "Intel AMX").
 constexpr int64_t kAmxLargeTaskCost = 12, kAmxSmallTaskCost = 5;
+// Weight panels per task of the panel-parallel AMX kernel (schedule_amx_panels).
+constexpr int64_t kAmxPanelsPerTask = 2;
+
 
 // 64-byte aligned owned storage (one cache line / one zmm).
 struct AlignedBytes {
@@ -310,13 +321,28 @@ const std::vector<FfnKernelInfo> &ffn_kernels() {
 }
 
 int64_t amx_task_rows(int64_t M, int threads) {
-    if (M < 1 || threads < 1) {
-        throw Error(ErrorCode::InvalidArgument, "amx_task_rows: M (" + std::to_string(M) + ") and threads (" +
-                                                    std::to_string(threads) + ") must be >= 1");
+    if (M < 1 || M > kMaxDim || threads < 1) {
+        throw Error(ErrorCode::InvalidArgument, "amx_task_rows: M (" + std::to_string(M) + ") must be in [1, " +
+                                                    std::to_string(kMaxDim) + "] and threads (" +
+                                                    std::to_string(threads) + ") >= 1");
     }
     auto rounds = [&](int64_t rows) { return ceil_div(ceil_div(M, rows), int64_t(threads)); };
     return rounds(kAmxRows) * kAmxLargeTaskCost <= rounds(kAmxMinRows) * kAmxSmallTaskCost ? kAmxRows : kAmxMinRows;
 }
+
+namespace {
+// The panel-parallel AMX kernel for M <= kAmxPanelsMaxM. Measured (2-vCPU Intel VM, 2026-12-06,
+// both kernels pinned and called alternately in one process, median; README "Intel AMX"): at
+// M <= 256 it was as fast or faster at 1 and 2 threads on BERT-base and MiniLM shapes (up to
+// 1.9x: the row-task kernel computes whole 64-row tasks, M = 48 or 96 pay for 64 or 128 rows, and
+// M = 16 on 2 threads is one task on one core), except 0.92-0.94x at MiniLM M = 128 and 256 on
+// 2 threads; at M = 384 and 512 it was 0.82-0.97x. Not measured above 2 threads (its second
+// GEMM has d_out / 96 tasks: 8 at BERT-base).
+constexpr int64_t kAmxPanelsMaxM = 256;
+bool use_amx_panels(int64_t M) {
+    return M <= kAmxPanelsMaxM;
+}
+}  // namespace
 
 struct FeedForward::Impl {
     FeedForwardOptions options;
@@ -324,6 +350,9 @@ struct FeedForward::Impl {
     // The AMX kernel where it may run (amx_allowed() at construction), else null; `kernel` is
     // then the hand kernel it falls back to (a lowered ISA cap, tensors of 2^31 bytes or more).
     const FfnEntry *amx = nullptr;
+    // Schedule::Hand only (not a pinned kernel): the panel-parallel AMX kernel for calls with
+    // small M (use_amx_panels), else null.
+    const FfnEntry *amx_panels = nullptr;
     int64_t d_model = 0, d_ff = 0, d_out2 = 0;
     // Padded reduction lengths of the packed weights: d_model rounded up to kpair (with an AMX
     // kernel to kAmxK), and the d_ff / d_out panel counts (with AMX, d_ff panels made even so
@@ -376,9 +405,11 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
         for (const FfnEntry &e : registry()) {
             if (is_amx(e) && e.info.kind == options.kind && e.info.dtype == options.dtype &&
                 e.info.form == im.kernel->info.form && e.info.packed_weights && detail::amx_allowed()) {
-                im.amx = &e;
-                break;
+                (is_amx_panels(e) ? im.amx_panels : im.amx) = &e;
             }
+        }
+        if (im.amx == nullptr) {
+            im.amx_panels = nullptr;  // (never built alone; the pair or nothing)
         }
     }
     if (w.w1.data == nullptr || w.w1.rank != 2) {
@@ -597,17 +628,31 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // buffer it indexes, its per-task z1 / z2 accumulators included, spans less than 2^31 bytes
     // (32-bit indices). Otherwise the vector kernel runs on views of the same panels that leave
     // the AMX padding out (it only needs d_model rounded up to kpair and whole d_ff panels).
-    const int64_t amx_task = im.amx != nullptr ? amx_task_rows(M, num_threads()) : kAmxMinRows;
+    // Which AMX kernel: the panel-parallel one for small M (use_amx_panels), else the row-task
+    // one with amx_task_rows rows per task. The panel kernel splits rows in 16-row blocks (M
+    // padded to 16).
+    const int threads = num_threads();
+    const FfnEntry *amx_run = im.amx;
+    if (im.amx_panels != nullptr && use_amx_panels(M)) {
+        amx_run = im.amx_panels;
+    }
+    const bool panels = amx_run != nullptr && is_amx_panels(*amx_run);
+    const int64_t amx_task = amx_run != nullptr && !panels ? amx_task_rows(M, threads) : kAmxMinRows;
     const int64_t amx_rows = std::max(M, amx_task);
     auto under_2g = [](int64_t elems, std::size_t bytes_per) { return elems < (int64_t(1) << 31) / int64_t(bytes_per); };
     // h is copied (compact rows of im.k_pad) when d_model needs padding or M < the task's rows.
     const int64_t amx_h_stride = (im.k_pad != im.d_model || M < amx_task) ? im.k_pad : h.strides[0];
     // (claim_amx_dispatch last: it checks the cap and marks the dispatch in one step.)
-    const bool use_amx = im.amx != nullptr && under_2g(amx_rows * amx_h_stride, es) &&
+    // Per-task accumulators: row tasks hold amx_task rows x all panels; panel tasks hold all rows
+    // x kAmxPanelsPerTask panels, and their activation (all rows x the padded d_ff) is one buffer.
+    const bool accumulators_fit =
+        panels ? under_2g(amx_rows * kAmxPanelsPerTask * kPanel, sizeof(float)) &&
+                     under_2g(amx_rows * im.panels_ff * kPanel, es)
+               : under_2g(amx_task * kPanel * std::max(im.panels_ff, im.panels_out), sizeof(float));
+    const bool use_amx = amx_run != nullptr && under_2g(amx_rows * amx_h_stride, es) &&
                          under_2g(amx_rows * std::max(out.strides[0], d_out), es) &&
                          under_2g(im.panels_ff * kPanel * std::max(im.k_pad, im.panels_out * kPanel), es) &&
-                         under_2g(kAmxRows * kPanel * std::max(im.panels_ff, im.panels_out), sizeof(float)) &&
-                         detail::claim_amx_dispatch();
+                         accumulators_fit && detail::claim_amx_dispatch();
     // Reduction lengths and d_ff panels of this call, and the panel strides of the packing.
     const int64_t k_pad = use_amx ? im.k_pad : ceil_div(im.d_model, im.kpair) * im.kpair;
     const int64_t panels_ff = use_amx ? im.panels_ff : ceil_div(im.d_ff, kPanel), panels_out = im.panels_out;
@@ -658,7 +703,7 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // at least that size (allocated after the bounds check below) and copy the real part out.
     // The AMX kernel's last task is shifted inwards to end at row run_rows: with M < the task's
     // rows it writes a scratch output of that many rows.
-    const FfnEntry &run = use_amx ? *im.amx : *im.kernel;
+    const FfnEntry &run = use_amx ? *amx_run : *im.kernel;
     int64_t out_rows = M, out_cols = d_out, out_stride = out.strides[0];
     const bool autosched_scratch =
         run.info.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < kAutoschedMinCols);
@@ -683,8 +728,8 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
         args.push_back(&residual);
         args.push_back(&d_ff);
     }
-    bool large_tasks = amx_task == kAmxRows;  // the AMX kernel's input large_tasks
-    if (use_amx) {
+    bool large_tasks = amx_task == kAmxRows;  // the row-task AMX kernel's input large_tasks
+    if (use_amx && !panels) {
         args.push_back(&large_tasks);
     }
     args.push_back(&O.buf);

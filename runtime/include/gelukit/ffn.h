@@ -64,15 +64,18 @@
 // schedule has both a packed and an unpacked kernel (Hand: ffn_f32_erf_hand and
 // ffn_f32_erf_hand_unpacked), borrow_weights picks the unpacked one, else the packed one.
 // Intel AMX: on x86-64 builds, Schedule::Hand for Ffn / BF16 / Form::Erf (without
-// borrow_weights) runs ffn_bf16_erf_amx, both GEMMs on AMX tiles, where AMX is usable: an Intel
+// borrow_weights) runs an AMX kernel, both GEMMs on AMX tiles: ffn_bf16_erf_amx_panels (parallel
+// over weight panels, every task taking all M rows) for M <= 256, ffn_bf16_erf_amx (parallel
+// tasks of 64 or 16 token rows, amx_task_rows below) for larger M; where AMX is usable: an Intel
 // CPU with AMX-TILE and AMX-BF16, Linux granting the tile state (arch_prctl
 // ARCH_REQ_XCOMP_PERM, Linux >= 5.16; gelukit requests it), and an ISA cap (set_max_isa,
 // GELUKIT_MAX_ISA) of at least avx512_sapphirerapids. Construction checks this without touching
 // the dispatch state; a call that runs the AMX kernel counts as a kernel call (set_max_isa() is
 // refused afterwards, dispatched_isa() says avx512_sapphirerapids). The vector kernel
 // ffn_bf16_erf_hand runs elsewhere, after the cap was lowered below avx512_sapphirerapids, and
-// for calls where h, out, the weights or the kernel's per-task accumulators (64 rows x d_ff
-// float32) would span 2^31 bytes or more (the AMX kernel indexes with 32 bits). Results of both
+// for calls where h, out, the weights or the kernel's accumulators (row tasks: 64 rows x d_ff
+// float32; panel tasks: M rows x 96 float32, and the M x d_ff bf16 activation) would span 2^31
+// bytes or more (the AMX kernels index with 32 bits). kernel_name() names ffn_bf16_erf_amx. Results of both
 // are within the tests' K-scaled tolerance of the double reference (float32 accumulation of
 // exact bf16 products; the summation order differs). The AMX kernel evaluates GELU in float32
 // (gelu.h Math::Fast, <= 4 float32 ULP; 9.24 -> 8.10 ms at BERT-base M = 512, one thread):
@@ -82,8 +85,8 @@
 // AMX rounds each bf16 product to float32 before summing, so a row with products overflowing
 // to both +inf and -inf gives NaN where the vector kernel's FMA chain gives +-inf or a finite
 // value.
-// Pinning ffn_bf16_erf_amx (FeedForwardOptions::kernel) where AMX is not usable throws
-// Unsupported.
+// Pinning an AMX kernel (FeedForwardOptions::kernel) runs that one for every M; where AMX is not
+// usable it throws Unsupported.
 // Threads: forward() runs on Halide's thread pool (gelukit::set_num_threads) and may be called
 // concurrently from several threads on one FeedForward (it is read-only after construction).
 #pragma once
@@ -140,9 +143,10 @@ struct FfnKernelInfo {
 };
 const std::vector<FfnKernelInfo> &ffn_kernels();
 
-// Token rows per parallel task of the Intel AMX kernel (ffn_bf16_erf_amx) for a call with M
-// tokens (M >= 1) on `threads` threads (>= 1): 64 or 16. forward() asks it with num_threads().
-// A task streams all of W1 and W2 once, so 64-row tasks cost less per row (1.68x less,
+// Token rows per parallel task of the Intel AMX row-task kernel (ffn_bf16_erf_amx, which
+// Schedule::Hand runs for M > 256; smaller M run ffn_bf16_erf_amx_panels, see above) for a call
+// with M tokens on `threads` threads: 64 or 16. forward() asks it with num_threads().
+// A task streams all of W1 and W2 once, so 64-row tasks cost less per row (1.67x less,
 // measured: 2-vCPU Intel Xeon with AMX, BERT-base 768 -> 3072 -> 768, one thread, 0.0183 vs
 // 0.0306 ms per row), but there are 4x fewer of them to spread over the threads. The rule
 // compares the rounds of tasks each size needs, rounds = ceil(tasks / threads), with a 64-row
@@ -150,7 +154,9 @@ const std::vector<FfnKernelInfo> &ffn_kernels();
 // rounds(64) * 12 <= rounds(16) * 5, else 16. E.g. one thread: M <= 32 -> 16, M >= 33 -> 64
 // (M < 64 padded to one task); 56 threads, M = 512: 16 (32 tasks in one round, where 64-row
 // tasks would leave 48 threads idle). M is padded up to the task size (the rows past M are
-// computed and dropped). Throws Error(InvalidArgument) for M < 1 or threads < 1.
+// computed and dropped). The 12/5 was measured at BERT-base and MiniLM shapes; on small ones
+// (96 -> 192) a padded 64-row task lost to three 16-row ones at M = 48 (0.020 vs 0.014 ms).
+// Throws Error(InvalidArgument) for M < 1, M > 2^31 - 1 or threads < 1.
 int64_t amx_task_rows(int64_t M, int threads);
 
 class FeedForward {
