@@ -5,7 +5,7 @@
 //     variant   gelukit: <kind>_<schedule> (ffn_hand, ffn_adams2019, ffn_naive, geglu_hand, ...),
 //               each the registry kernel of that schedule pinned by name; <kind>_amx: the Intel
 //               AMX kernels, Schedule::Hand unpinned, registered only where AMX is usable (there
-//               Hand runs ffn_bf16_erf_amx_panels for M <= 256, ffn_bf16_erf_amx above)
+//               Hand runs ffn_bf16_erf_amx_panels; the row-task ffn_bf16_erf_amx is pinnable)
 //               onednn_fused    matmul + bias + GELU post-op, then matmul + bias (weights in
 //                               oneDNN's preferred blocked layout, reordered once)
 //               onednn_unfused  matmul + bias, a separate eltwise GELU, matmul + bias
@@ -336,7 +336,7 @@ void register_ffn_benchmarks(int threads) {
                 }
                 if (s == Schedule::Hand) {
                     // "<kind>_amx": Schedule::Hand as a user gets it where AMX runs (not pinned):
-                    // the panel kernel for M <= 256, the row-task kernel above.
+                    // the panel kernel.
                     if (!usable_amx(w.kind, dt, w.form).empty()) {
                         add(std::string(ffn_kind_name(w.kind)) + "_amx", /*borrow=*/false);
                     }

@@ -23,7 +23,7 @@
 //   amx                                    1: both GEMMs on Intel AMX tiles (tdpbf16ps; kind ffn,
 //                                          bfloat16, avx512_sapphirerapids only; schedule_amx)
 //   amx_panels                             with amx=1: 1 = parallel over weight panels, all M rows
-//                                          per task (schedule_amx_panels, small M)
+//                                          per task, 128-row groups above M = 256 (schedule_amx_panels)
 //
 // Arguments (Halide dimension order: innermost first):
 //   h      (k, m)            activations, M x d_model row-major
@@ -187,8 +187,7 @@ public:
     // Both GEMMs on AMX tiles (schedule_amx): 0 = no (vector FMA/vdpbf16ps tiles), 1 = yes.
     GeneratorParam<int> amx{"amx", 0, 0, 1};
     // With amx=1: 0 = parallel tasks of token rows (schedule_amx); 1 = parallel over weight
-    // panels with all M rows in every task (schedule_amx_panels), for calls with fewer 16-row
-    // tasks than threads (small M).
+    // panels and, above M = 256, 128-row groups (schedule_amx_panels; what Schedule::Hand runs).
     GeneratorParam<int> amx_panels{"amx_panels", 0, 0, 1};
 
     Input<Buffer<>> *h = nullptr;
@@ -864,20 +863,36 @@ private:
     }
 
     // Weight panels per parallel task of schedule_amx_panels (96 features: the padded d_ff is a
-    // whole number of panel pairs, see the runtime's panels_ff).
-    static constexpr int kAmxPanelsPerTask = 2;
+    // whole number of panel pairs, see the runtime's panels_ff), and its token rows per task
+    // where M > 2 * kAmxRowGroup (below, all M rows). Row groups measured (2-vCPU Intel VM,
+    // 2026-12-06, against the row-task kernel called alternately, BERT-base and MiniLM, M = 384,
+    // 512, 1024, 1 and 2 threads): 64 rows 0.91-1.09x, 128 rows 0.98-1.13x, 256 rows 0.75-1.07x.
+    static constexpr int kAmxPanelsPerTask = 2, kAmxRowGroup = 128;
 
-    // AMX for small M (amx_panels=1): with fewer 16-row tasks than threads, schedule_amx leaves
-    // threads idle (M = 16: one task, one core). Here each GEMM is parallel over weight panels
-    // instead, every task taking all M rows: GEMM 1 + epilogue into the activation a at root
-    // (M x d_ff bf16) in tasks of kAmxPanelsPerTask d_ff panels, then GEMM 2 + bias + residual in
-    // tasks of kAmxPanelsPerTask output panels. The same 16 x 16 tiles and loop order inside a
-    // task as schedule_amx (row blocks innermost); the rows are split in 16-row blocks shifted
-    // inwards (the runtime pads M to at least 16).
+    // AMX parallel over weight panels (amx_panels=1; the kernel Schedule::Hand runs): schedule_amx
+    // computes whole row tasks (M = 48 pays for 64 rows) and leaves threads idle at small M
+    // (M = 16: one task, one core). Here each GEMM is parallel over weight panels and, where
+    // M > 256, 128-row groups: GEMM 1 + epilogue into the activation a at root (M x d_ff bf16) in
+    // tasks of kAmxPanelsPerTask d_ff panels, then GEMM 2 + bias + residual in tasks of
+    // kAmxPanelsPerTask output panels. The same 16 x 16 tiles and loop order inside a task as
+    // schedule_amx (row blocks innermost); the rows are split in 16-row blocks shifted inwards
+    // (the runtime pads M to at least 16).
     void schedule_amx_panels() {
         Output<Buffer<>> &O = *out;
         Var no{"no"}, ni{"ni"}, nio{"nio"}, nii{"nii"}, pio{"pio"}, pii{"pii"}, mio{"mio"}, mii{"mii"};
+        Var mg{"mg"}, mr{"mr"};
         auto panel_tasks = [&](Func f) {
+            // M > 2 * kAmxRowGroup: tasks of (panels, 128-row group), the last group shifted
+            // inwards; below, every task takes all M rows. (specialize() copies the schedule so
+            // far: both cases are written out in full.)
+            f.specialize((*out).dim(1).extent() > 2 * kAmxRowGroup)
+                .split(n, no, ni, kPanel * kAmxPanelsPerTask, TailStrategy::GuardWithIf)
+                .split(ni, nio, nii, 16, TailStrategy::GuardWithIf)
+                .split(m, mg, mr, kAmxRowGroup, TailStrategy::ShiftInwards)
+                .reorder(nii, mr, nio, no, mg)
+                .vectorize(nii)
+                .parallel(no)
+                .parallel(mg);
             f.split(n, no, ni, kPanel * kAmxPanelsPerTask, TailStrategy::GuardWithIf)
                 .split(ni, nio, nii, 16, TailStrategy::GuardWithIf)
                 .reorder(nii, m, nio, no)

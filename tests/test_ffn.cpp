@@ -405,10 +405,12 @@ TEST(FfnAmx, LargeOutputFallsBackToVectorKernel) {
     const FeedForwardWeights &w = sp.weights;
     FeedForwardOptions o;
     o.kind = FfnKind::Ffn, o.form = Form::Erf, o.dtype = DType::BF16, o.residual = true;
-    FeedForward chosen(w, o);
-    if (chosen.kernel_name() != "ffn_bf16_erf_amx") {
+    FeedForward chosen(w, o);  // Schedule::Hand: the panel kernel
+    if (chosen.kernel_name() != "ffn_bf16_erf_amx_panels") {
         GTEST_SKIP() << "the AMX kernel is not chosen here (" << chosen.kernel_name() << ")";
     }
+    o.kernel = "ffn_bf16_erf_amx";
+    FeedForward row_tasks(w, o);
     o.kernel = "ffn_bf16_erf_hand";
     FeedForward vector(w, o);
     const std::size_t bytes = std::size_t((M - 1) * stride + d_model) * 2;
@@ -418,14 +420,19 @@ TEST(FfnAmx, LargeOutputFallsBackToVectorKernel) {
     const TensorView out_big = TensorView::strided(big, DType::BF16, {M, d_model}, {stride, 1});
     std::vector<uint16_t> ref(std::size_t(M * d_model));
     const TensorView hv = TensorView::contiguous(h.data(DType::BF16), DType::BF16, {M, d_model});
-    chosen.forward(hv, out_big);
     vector.forward(hv, TensorView::contiguous(ref.data(), DType::BF16, {M, d_model}));
-    int64_t differ = 0;
-    for (int64_t m = 0; m < M; m++) {
-        differ += std::memcmp(big + m * stride, &ref[std::size_t(m * d_model)], std::size_t(d_model) * 2) != 0;
+    for (const FeedForward *f : {&chosen, &row_tasks}) {
+        for (int64_t m = 0; m < M; m++) {
+            std::memset(big + m * stride, 0xFF, std::size_t(d_model) * 2);
+        }
+        f->forward(hv, out_big);
+        int64_t differ = 0;
+        for (int64_t m = 0; m < M; m++) {
+            differ += std::memcmp(big + m * stride, &ref[std::size_t(m * d_model)], std::size_t(d_model) * 2) != 0;
+        }
+        EXPECT_EQ(differ, 0) << f->kernel_name() << ": rows differing from the pinned vector kernel";
     }
     munmap(map, bytes);
-    EXPECT_EQ(differ, 0) << "rows differing from the pinned vector kernel";
 }
 
 // Schedule::Hand takes the AMX kernel exactly where it can run (and the hand kernel under an ISA
@@ -433,9 +440,9 @@ TEST(FfnAmx, LargeOutputFallsBackToVectorKernel) {
 // the double reference either way, at M = 1 (one row padded to the smallest AMX task, 16 rows)
 // and 33. The dispatch is noted when the AMX kernel runs, not at construction.
 TEST(FfnAmx, HandScheduleUsesAmxWhereUsable) {
-    const FfnKernelInfo *amx = nullptr;  // the row-task kernel, which kernel_name() names
+    const FfnKernelInfo *amx = nullptr;  // the panel kernel, which Schedule::Hand runs
     for (const FfnKernelInfo &k : ffn_kernels()) {
-        if (is_amx_kernel(k) && ends_with(k.name, "_amx")) {
+        if (ends_with(k.name, "_amx_panels")) {
             amx = &k;
         }
     }
@@ -453,7 +460,7 @@ TEST(FfnAmx, HandScheduleUsesAmxWhereUsable) {
     FeedForward f(fw, o);
     EXPECT_EQ(f.kernel_name(), usable ? amx->name : std::string("ffn_bf16_erf_hand")) << why;
     uint32_t seed = 77;
-    for (int64_t M : {1, 33, 300}) {  // the panel kernel (M <= 256), then the row-task one
+    for (int64_t M : {1, 33, 300}) {  // all rows per task; 128-row groups (M > 256)
         Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, M, 96, 200, true, true, seed++);
         check(p, Schedule::Hand, "hand/amx M=" + std::to_string(M));
     }
@@ -495,13 +502,13 @@ TEST(FfnAmx, TaskRowsFollowTheRoundsRule) {
 
 // The AMX kernels: the row-task one (tasks of 16 or 64 rows, amx_task_rows, from M and the
 // thread count; the last task shifted inwards, M below the task size padded) and the panel one
-// (all rows per task in 16-row blocks, the last block shifted inwards), which Schedule::Hand
-// runs for M <= 256. Each output row depends on its own h row only, through the same 16 x 16
+// (all rows per task, or 128-row groups above M = 256, in 16-row blocks, the last block and
+// group shifted inwards), which Schedule::Hand runs. Each output row depends on its own h row only, through the same 16 x 16
 // tiles summed over K in the same order, so every M, thread count and kernel (pinned row-task,
 // pinned panel, and Hand's choice) must give the same bits as the first M rows of a 300-row
 // call, and never write outside its rows: h and out have padded row strides, out's padding
-// columns hold a sentinel, and ASan checks the sanitized run. d_model 96, and 40 (not a
-// multiple of 32: h goes through the runtime's padded copy). Thread counts 1, 2 and 3 use both
+// columns hold a sentinel, and ASan checks the sanitized run. d_model 96 with biases and
+// residual, and 40 without (not a multiple of 32: h goes through the runtime's padded copy). Thread counts 1, 2 and 3 use both
 // row-task sizes (checked below with amx_task_rows).
 TEST(FfnAmx, TaskSizesGiveTheSameRows) {
     const int64_t big_m = 300, d_ff = 200;
@@ -509,12 +516,14 @@ TEST(FfnAmx, TaskSizesGiveTheSameRows) {
     const int threads_before = num_threads();
     std::set<int64_t> sizes_used;
     for (int64_t d_model : {96, 40}) {
-        Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, big_m, d_model, d_ff, true, true, 93);
+        // d_model 40: without biases and residual.
+        const bool extras = d_model == 96;
+        Problem p = random_problem(FfnKind::Ffn, Form::Erf, DType::BF16, big_m, d_model, d_ff, extras, extras, 93);
         StoredProblem sp(p);
         FeedForwardOptions o;
-        o.kind = FfnKind::Ffn, o.form = Form::Erf, o.dtype = DType::BF16, o.residual = true;
+        o.kind = FfnKind::Ffn, o.form = Form::Erf, o.dtype = DType::BF16, o.residual = extras;
         FeedForward hand(sp.weights, o);
-        if (hand.kernel_name() != "ffn_bf16_erf_amx") {
+        if (hand.kernel_name() != "ffn_bf16_erf_amx_panels") {
             GTEST_SKIP() << "the AMX kernel is not chosen here (" << hand.kernel_name() << ")";
         }
         o.kernel = "ffn_bf16_erf_amx";

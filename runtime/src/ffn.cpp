@@ -330,29 +330,15 @@ int64_t amx_task_rows(int64_t M, int threads) {
     return rounds(kAmxRows) * kAmxLargeTaskCost <= rounds(kAmxMinRows) * kAmxSmallTaskCost ? kAmxRows : kAmxMinRows;
 }
 
-namespace {
-// The panel-parallel AMX kernel for M <= kAmxPanelsMaxM. Measured (2-vCPU Intel VM, 2026-12-06,
-// both kernels pinned and called alternately in one process, median; README "Intel AMX"): at
-// M <= 256 it was as fast or faster at 1 and 2 threads on BERT-base and MiniLM shapes (up to
-// 1.9x: the row-task kernel computes whole 64-row tasks, M = 48 or 96 pay for 64 or 128 rows, and
-// M = 16 on 2 threads is one task on one core), except 0.92-0.94x at MiniLM M = 128 and 256 on
-// 2 threads; at M = 384 and 512 it was 0.82-0.97x. Not measured above 2 threads (its second
-// GEMM has d_out / 96 tasks: 8 at BERT-base).
-constexpr int64_t kAmxPanelsMaxM = 256;
-bool use_amx_panels(int64_t M) {
-    return M <= kAmxPanelsMaxM;
-}
-}  // namespace
 
 struct FeedForward::Impl {
     FeedForwardOptions options;
     const FfnEntry *kernel = nullptr;
     // The AMX kernel where it may run (amx_allowed() at construction), else null; `kernel` is
     // then the hand kernel it falls back to (a lowered ISA cap, tensors of 2^31 bytes or more).
+    // Schedule::Hand takes the panel-parallel AMX kernel (<row>_amx_panels); pinning takes
+    // either (the row-task <row>_amx too).
     const FfnEntry *amx = nullptr;
-    // Schedule::Hand only (not a pinned kernel): the panel-parallel AMX kernel for calls with
-    // small M (use_amx_panels), else null.
-    const FfnEntry *amx_panels = nullptr;
     int64_t d_model = 0, d_ff = 0, d_out2 = 0;
     // Padded reduction lengths of the packed weights: d_model rounded up to kpair (with an AMX
     // kernel to kAmxK), and the d_ff / d_out panel counts (with AMX, d_ff panels made even so
@@ -402,14 +388,14 @@ FeedForward::FeedForward(const FeedForwardWeights &w, const FeedForwardOptions &
         im.kernel = &find_kernel(hand);
     } else if (options.kernel.empty() && options.schedule == Schedule::Hand && !options.borrow_weights) {
         // Schedule::Hand takes the AMX kernel where one is built for the options and AMX is usable.
+        // The panel kernel: as fast as the row-task one or faster at every M measured (README,
+        // "Intel AMX"), and parallel over panels x row groups rather than rows only.
         for (const FfnEntry &e : registry()) {
-            if (is_amx(e) && e.info.kind == options.kind && e.info.dtype == options.dtype &&
+            if (is_amx_panels(e) && e.info.kind == options.kind && e.info.dtype == options.dtype &&
                 e.info.form == im.kernel->info.form && e.info.packed_weights && detail::amx_allowed()) {
-                (is_amx_panels(e) ? im.amx_panels : im.amx) = &e;
+                im.amx = &e;
+                break;
             }
-        }
-        if (im.amx == nullptr) {
-            im.amx_panels = nullptr;  // (never built alone; the pair or nothing)
         }
     }
     if (w.w1.data == nullptr || w.w1.rank != 2) {
@@ -628,16 +614,11 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // buffer it indexes, its per-task z1 / z2 accumulators included, spans less than 2^31 bytes
     // (32-bit indices). Otherwise the vector kernel runs on views of the same panels that leave
     // the AMX padding out (it only needs d_model rounded up to kpair and whole d_ff panels).
-    // Which AMX kernel: the panel-parallel one for small M (use_amx_panels), else the row-task
-    // one with amx_task_rows rows per task. The panel kernel splits rows in 16-row blocks (M
-    // padded to 16).
-    const int threads = num_threads();
+    // The row-task kernel takes amx_task_rows rows per task; the panel kernel splits rows in
+    // 16-row blocks (M padded to 16 either way, or to the task's 64 rows).
     const FfnEntry *amx_run = im.amx;
-    if (im.amx_panels != nullptr && use_amx_panels(M)) {
-        amx_run = im.amx_panels;
-    }
     const bool panels = amx_run != nullptr && is_amx_panels(*amx_run);
-    const int64_t amx_task = amx_run != nullptr && !panels ? amx_task_rows(M, threads) : kAmxMinRows;
+    const int64_t amx_task = amx_run != nullptr && !panels ? amx_task_rows(M, num_threads()) : kAmxMinRows;
     const int64_t amx_rows = std::max(M, amx_task);
     auto under_2g = [](int64_t elems, std::size_t bytes_per) { return elems < (int64_t(1) << 31) / int64_t(bytes_per); };
     // h is copied (compact rows of im.k_pad) when d_model needs padding or M < the task's rows.

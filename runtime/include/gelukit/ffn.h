@@ -64,18 +64,19 @@
 // schedule has both a packed and an unpacked kernel (Hand: ffn_f32_erf_hand and
 // ffn_f32_erf_hand_unpacked), borrow_weights picks the unpacked one, else the packed one.
 // Intel AMX: on x86-64 builds, Schedule::Hand for Ffn / BF16 / Form::Erf (without
-// borrow_weights) runs an AMX kernel, both GEMMs on AMX tiles: ffn_bf16_erf_amx_panels (parallel
-// over weight panels, every task taking all M rows) for M <= 256, ffn_bf16_erf_amx (parallel
-// tasks of 64 or 16 token rows, amx_task_rows below) for larger M; where AMX is usable: an Intel
+// borrow_weights) runs ffn_bf16_erf_amx_panels, both GEMMs on AMX tiles, parallel over weight
+// panels and, above M = 256, 128-row groups (the row-task ffn_bf16_erf_amx, parallel over tasks
+// of 64 or 16 token rows, amx_task_rows below, runs only when pinned: it was as fast or slower
+// at every M measured, README "Intel AMX"); where AMX is usable: an Intel
 // CPU with AMX-TILE and AMX-BF16, Linux granting the tile state (arch_prctl
 // ARCH_REQ_XCOMP_PERM, Linux >= 5.16; gelukit requests it), and an ISA cap (set_max_isa,
 // GELUKIT_MAX_ISA) of at least avx512_sapphirerapids. Construction checks this without touching
 // the dispatch state; a call that runs the AMX kernel counts as a kernel call (set_max_isa() is
 // refused afterwards, dispatched_isa() says avx512_sapphirerapids). The vector kernel
 // ffn_bf16_erf_hand runs elsewhere, after the cap was lowered below avx512_sapphirerapids, and
-// for calls where h, out, the weights or the kernel's accumulators (row tasks: 64 rows x d_ff
+// for calls where h, out, the weights or the kernel's accumulators (row tasks: 16 or 64 rows x d_ff
 // float32; panel tasks: M rows x 96 float32, and the M x d_ff bf16 activation) would span 2^31
-// bytes or more (the AMX kernels index with 32 bits). kernel_name() names ffn_bf16_erf_amx. Results of both
+// bytes or more (the AMX kernels index with 32 bits). Results of both
 // are within the tests' K-scaled tolerance of the double reference (float32 accumulation of
 // exact bf16 products; the summation order differs). The AMX kernel evaluates GELU in float32
 // (gelu.h Math::Fast, <= 4 float32 ULP; 9.24 -> 8.10 ms at BERT-base M = 512, one thread):
@@ -143,9 +144,9 @@ struct FfnKernelInfo {
 };
 const std::vector<FfnKernelInfo> &ffn_kernels();
 
-// Token rows per parallel task of the Intel AMX row-task kernel (ffn_bf16_erf_amx, which
-// Schedule::Hand runs for M > 256; smaller M run ffn_bf16_erf_amx_panels, see above) for a call
-// with M tokens on `threads` threads: 64 or 16. forward() asks it with num_threads().
+// Token rows per parallel task of the Intel AMX row-task kernel (ffn_bf16_erf_amx, run when
+// pinned by name; Schedule::Hand runs ffn_bf16_erf_amx_panels, see above) for a call with M
+// tokens on `threads` threads: 64 or 16. forward() asks it with num_threads().
 // A task streams all of W1 and W2 once, so 64-row tasks cost less per row (1.67x less,
 // measured: 2-vCPU Intel Xeon with AMX, BERT-base 768 -> 3072 -> 768, one thread, 0.0183 vs
 // 0.0306 ms per row), but there are 4x fewer of them to spread over the threads. The rule
@@ -175,7 +176,7 @@ public:
     int64_t d_out() const;  // columns of out: w2's rows, or d_ff for LinearGelu
     const FeedForwardOptions &options() const;
     // The registry name of the kernel this FeedForward runs (e.g. "ffn_f32_erf_hand";
-    // "ffn_bf16_erf_amx" where the AMX kernel is chosen and still allowed by the ISA cap: the
+    // "ffn_bf16_erf_amx_panels" where the AMX kernel is chosen and still allowed by the ISA cap: the
     // kernel of calls below the 2^31-byte limit described at the top of this file).
     const std::string &kernel_name() const;
     // Multiply-adds per token row times 2: the FLOP count of one row of forward().
