@@ -73,6 +73,10 @@ namespace {
 using namespace Halide;
 using gelukit::GeluForm;
 using gelukit::MathMode;
+using gelukit::ffn_layout::kAmxK;
+using gelukit::ffn_layout::kAmxMinRows;
+using gelukit::ffn_layout::kAmxPanelsPerTask;
+using gelukit::ffn_layout::kAmxRows;
 using gelukit::ffn_layout::kPanel;
 
 enum class FfnKind { LinearGelu, Ffn, GeGLU, SwiGLU };
@@ -471,8 +475,6 @@ private:
     Var k{"k"}, m{"m"}, n{"n"}, pi{"pi"}, po{"po"};
     Func hc{"hc"}, z1{"z1"}, zv{"zv"}, a{"a"}, z2{"z2"};
     Func mm1{"mm1"}, mm2{"mm2"};  // amx: the AMX accumulator tiles of the two GEMMs
-    // amx: K per tile step (a bf16 tile row is 64 bytes = 32 values) and token rows per task.
-    static constexpr int kAmxK = 32;
     Func W1, V, W2, B1, B2;
     std::vector<Func> packs;  // pack_weights = 0: the in-pipeline panels of w1 (v) and w2
     std::vector<Func> pack_blocks;  // and their 8 x 8 blocks (same order)
@@ -806,7 +808,6 @@ private:
     // (per row, a 16-row task cost 1.67x a 64-row one, measured there); but fewer, larger tasks
     // leave cores idle (M = 512 is 8 tasks of 64 rows) and a 64-row task at M = 16 computes 4x
     // the work.
-    static constexpr int kAmxRows = 64, kAmxMinRows = 16;
 
     // Intel AMX (Sapphire Rapids and later; bfloat16 ffn only): each GEMM is a loop over 16 x 16
     // float32 accumulator tiles (tdpbf16ps: a 16-row x 32-K tile of h or of the activation times
@@ -836,7 +837,7 @@ private:
             return;
         }
         Output<Buffer<>> &O = *out;
-        Var mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"}, pio{"pio"}, pii{"pii"}, mio{"mio"}, mii{"mii"};
+        Var mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"};
         auto tasks = [&](Stage s, int rows) {
             s.split(m, mo, mi, rows, TailStrategy::ShiftInwards)
                 .split(n, no, ni, 16, TailStrategy::GuardWithIf)
@@ -847,19 +848,25 @@ private:
         // specialize() copies the schedule so far; the tiles below are shared by both cases.
         tasks(O.specialize(*large_tasks), kAmxRows);
         tasks(O, kAmxMinRows);
-        auto tiles = [&](Func z, Func mm, RDom r) {
-            z.compute_at(O, mo)
-                .split(pi, pio, pii, 16)
-                .split(m, mio, mii, 16)
-                .reorder(pii, mii, mio, pio, po)
-                .vectorize(pii)
-                .vectorize(mii);
-            mm.compute_at(z, mio).store_in(MemoryType::AMXTile).vectorize(pi).vectorize(m);
-            mm.update().reorder({r.x, pi, m, r.y, po}).atomic().vectorize(r.x).vectorize(pi).vectorize(m);
-        };
-        tiles(z1, mm1, r1);
+        amx_tiles(z1, mm1, r1, O, mo);
         a.compute_at(O, mo).vectorize(n, 16);
-        tiles(z2, mm2, r2);
+        amx_tiles(z2, mm2, r2, O, mo);
+    }
+
+    // The GEMM accumulators z of both AMX schedules, computed at (consumer, at): 16 x 16 tiles
+    // (16 features x 16 token rows) in AMX tile memory (mm), the row blocks innermost; the rows'
+    // last block shifted inwards (the row-task kernel's tasks are whole blocks, the panel
+    // kernel's M or 128 rows may not be).
+    void amx_tiles(Func z, Func mm, const RDom &r, Func consumer, const Var &at) {
+        Var pio{"pio"}, pii{"pii"}, mio{"mio"}, mii{"mii"};
+        z.compute_at(consumer, at)
+            .split(pi, pio, pii, 16)
+            .split(m, mio, mii, 16, TailStrategy::ShiftInwards)
+            .reorder(pii, mii, mio, pio, po)
+            .vectorize(pii)
+            .vectorize(mii);
+        mm.compute_at(z, mio).store_in(MemoryType::AMXTile).vectorize(pi).vectorize(m);
+        mm.update().reorder({r.x, pi, m, r.y, po}).atomic().vectorize(r.x).vectorize(pi).vectorize(m);
     }
 
     // Weight panels per parallel task of schedule_amx_panels (96 features: the padded d_ff is a
@@ -867,7 +874,7 @@ private:
     // where M > 2 * kAmxRowGroup (below, all M rows). Row groups measured (2-vCPU Intel VM,
     // 2026-12-06, against the row-task kernel called alternately, BERT-base and MiniLM, M = 384,
     // 512, 1024, 1 and 2 threads): 64 rows 0.91-1.09x, 128 rows 0.98-1.13x, 256 rows 0.75-1.07x.
-    static constexpr int kAmxPanelsPerTask = 2, kAmxRowGroup = 128;
+    static constexpr int kAmxRowGroup = 128;
 
     // AMX parallel over weight panels (amx_panels=1; the kernel Schedule::Hand runs): schedule_amx
     // computes whole row tasks (M = 48 pays for 64 rows) and leaves threads idle at small M
@@ -879,8 +886,7 @@ private:
     // (the runtime pads M to at least 16).
     void schedule_amx_panels() {
         Output<Buffer<>> &O = *out;
-        Var no{"no"}, ni{"ni"}, nio{"nio"}, nii{"nii"}, pio{"pio"}, pii{"pii"}, mio{"mio"}, mii{"mii"};
-        Var mg{"mg"}, mr{"mr"};
+        Var no{"no"}, ni{"ni"}, nio{"nio"}, nii{"nii"}, mg{"mg"}, mr{"mr"};
         auto panel_tasks = [&](Func f) {
             // M > 2 * kAmxRowGroup: tasks of (panels, 128-row group), the last group shifted
             // inwards; below, every task takes all M rows. (specialize() copies the schedule so
@@ -899,21 +905,11 @@ private:
                 .vectorize(nii)
                 .parallel(no);
         };
-        auto tiles = [&](Func z, Func mm, RDom r, Func consumer) {
-            z.compute_at(consumer, no)
-                .split(pi, pio, pii, 16)
-                .split(m, mio, mii, 16, TailStrategy::ShiftInwards)
-                .reorder(pii, mii, mio, pio, po)
-                .vectorize(pii)
-                .vectorize(mii);
-            mm.compute_at(z, mio).store_in(MemoryType::AMXTile).vectorize(pi).vectorize(m);
-            mm.update().reorder({r.x, pi, m, r.y, po}).atomic().vectorize(r.x).vectorize(pi).vectorize(m);
-        };
         a.compute_root();
         panel_tasks(a);
-        tiles(z1, mm1, r1, a);
+        amx_tiles(z1, mm1, r1, a, no);
         panel_tasks(O);
-        tiles(z2, mm2, r2, O);
+        amx_tiles(z2, mm2, r2, O, no);
     }
 
     void schedule_hand() {

@@ -23,6 +23,12 @@ namespace ffn_layout {
 
 constexpr int kPanel = 48;
 
+// Intel AMX kernels (ffn_generator.cpp schedule_amx / schedule_amx_panels; the runtime pads and
+// checks for them): K per tile step (one 64-byte bf16 tile row), token rows per task of the
+// row-task kernel (large / small: the runtime chooses, amx_task_rows), and weight panels per
+// task of the panel kernel. Shared so that the kernels and the runtime cannot disagree.
+constexpr int kAmxK = 32, kAmxRows = 64, kAmxMinRows = 16, kAmxPanelsPerTask = 2;
+
 constexpr int kpair_for_bits(int storage_bits) {
     return storage_bits == 16 ? 2 : 1;
 }

@@ -143,13 +143,13 @@ constexpr int64_t kAutoschedMinRows = 512, kAutoschedMinCols = 3072;
 // its GEMMs step K by kAmxK (d_model and the padded d_ff are padded to multiples of it: zero
 // columns of h and zero weights add nothing), and it indexes with 32 bits (tensors of 2^31
 // bytes or more go to the hand kernel).
-constexpr int64_t kAmxRows = 64, kAmxMinRows = 16, kAmxK = 32;
+using ffn_layout::kAmxK;
+using ffn_layout::kAmxMinRows;
+using ffn_layout::kAmxPanelsPerTask;
+using ffn_layout::kAmxRows;
 // Cost of a kAmxRows task over a kAmxMinRows one (amx_task_rows in ffn.h): 12 / 5 = 2.4, from
 // the measured 64 x 0.0183 / (16 x 0.0306) ms = 2.39 (BERT-base, one thread, README "Intel AMX").
 constexpr int64_t kAmxLargeTaskCost = 12, kAmxSmallTaskCost = 5;
-// Weight panels per task of the panel-parallel AMX kernel (schedule_amx_panels).
-constexpr int64_t kAmxPanelsPerTask = 2;
-
 
 // 64-byte aligned owned storage (one cache line / one zmm).
 struct AlignedBytes {
@@ -329,7 +329,6 @@ int64_t amx_task_rows(int64_t M, int threads) {
     auto rounds = [&](int64_t rows) { return ceil_div(ceil_div(M, rows), int64_t(threads)); };
     return rounds(kAmxRows) * kAmxLargeTaskCost <= rounds(kAmxMinRows) * kAmxSmallTaskCost ? kAmxRows : kAmxMinRows;
 }
-
 
 struct FeedForward::Impl {
     FeedForwardOptions options;
@@ -616,9 +615,8 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // the AMX padding out (it only needs d_model rounded up to kpair and whole d_ff panels).
     // The row-task kernel takes amx_task_rows rows per task; the panel kernel splits rows in
     // 16-row blocks (M padded to 16 either way, or to the task's 64 rows).
-    const FfnEntry *amx_run = im.amx;
-    const bool panels = amx_run != nullptr && is_amx_panels(*amx_run);
-    const int64_t amx_task = amx_run != nullptr && !panels ? amx_task_rows(M, num_threads()) : kAmxMinRows;
+    const bool panels = im.amx != nullptr && is_amx_panels(*im.amx);
+    const int64_t amx_task = im.amx != nullptr && !panels ? amx_task_rows(M, num_threads()) : int64_t(kAmxMinRows);
     const int64_t amx_rows = std::max(M, amx_task);
     auto under_2g = [](int64_t elems, std::size_t bytes_per) { return elems < (int64_t(1) << 31) / int64_t(bytes_per); };
     // h is copied (compact rows of im.k_pad) when d_model needs padding or M < the task's rows.
@@ -630,7 +628,7 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
         panels ? under_2g(amx_rows * kAmxPanelsPerTask * kPanel, sizeof(float)) &&
                      under_2g(amx_rows * im.panels_ff * kPanel, es)
                : under_2g(amx_task * kPanel * std::max(im.panels_ff, im.panels_out), sizeof(float));
-    const bool use_amx = amx_run != nullptr && under_2g(amx_rows * amx_h_stride, es) &&
+    const bool use_amx = im.amx != nullptr && under_2g(amx_rows * amx_h_stride, es) &&
                          under_2g(amx_rows * std::max(out.strides[0], d_out), es) &&
                          under_2g(im.panels_ff * kPanel * std::max(im.k_pad, im.panels_out * kPanel), es) &&
                          accumulators_fit && detail::claim_amx_dispatch();
@@ -684,7 +682,7 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // at least that size (allocated after the bounds check below) and copy the real part out.
     // The AMX kernel's last task is shifted inwards to end at row run_rows: with M < the task's
     // rows it writes a scratch output of that many rows.
-    const FfnEntry &run = use_amx ? *amx_run : *im.kernel;
+    const FfnEntry &run = use_amx ? *im.amx : *im.kernel;
     int64_t out_rows = M, out_cols = d_out, out_stride = out.strides[0];
     const bool autosched_scratch =
         run.info.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < kAutoschedMinCols);
