@@ -352,7 +352,8 @@ function(gelukit_add_ffn_kernels)
     # no dispatch wrapper, the runtime calls it only where AMX is usable (halide_glue.cpp,
     # amx_allowed) and else the hand kernel. math=fast: the GELU epilogue in float32 (the bf16
     # activation is 1 bf16 ULP off the correctly rounded value for 2.1e-6 of the float32
-    # pre-activations; 9.24 -> 8.10 ms at BERT-base M = 512, one thread, README "Intel AMX").
+    # pre-activations, README "Intel AMX"; 9.24 -> 8.10 ms at BERT-base M = 512, one thread,
+    # bench/RESULTS.md "Intel AMX (history)").
     # Without large_buffers: Halide 21's AMX matcher needs 32-bit tile indices, so the runtime
     # also keeps tensors of 2^31 bytes or more on the hand kernel.
     if (GELUKIT_ARCH STREQUAL "x86-64")

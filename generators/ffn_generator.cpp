@@ -823,7 +823,7 @@ private:
     // once per task and reused from L1 by the other row blocks; the task's h rows (64 x K bf16,
     // 96 KiB) stay in L2.
     // Measured (gelukit_bench, 2026-12-05/06, 2-vCPU Intel Xeon VM with AMX, BERT-base
-    // 512 x 768 x 3072, median of 3, 1 / 2 threads; README "Intel AMX"): row blocks outermost
+    // 512 x 768 x 3072, median of 3, 1 / 2 threads; bench/RESULTS.md "Intel AMX (history)"): row blocks outermost
     // with 32-row tasks (every block streamed all of W1 and W2 from L3) 16.2 / 7.08 ms; row blocks
     // innermost 11.8 / 5.32 ms; 64-row tasks 9.61 / 5.03 ms; oneDNN's AMX kernel 5.9-7.0 /
     // 3.1-3.5 ms in the same runs. 16-row tasks below M = 128: MiniLM 16 x 384 x 1536 took
@@ -941,7 +941,7 @@ private:
         // mr = 8: tasks of 16 and 1 rows; unpacked M = 128: 14.4 ms). That split factor is symbolic
         // (every buffer sized from it too); where M is a multiple of mb a specialisation keeps
         // the constant factor, i.e. the previous loop nest (whether the symbolic one is slower
-        // was not resolved on the noisy VM: README, FFN speed, Zen 4).
+        // was not resolved on the noisy VM: bench/RESULTS.md, "FFN speed (history)", Zen 4).
         // (max(): M = 0 is never run, the runtime returns first, but keeps the factor positive.)
         Expr M = max((*h).dim(1).extent(), 1);
         Expr n_tasks = (M + (mb - 1)) / mb;
