@@ -79,7 +79,8 @@
 // bytes or more (the AMX kernels index with 32 bits). Results of both
 // are within the tests' K-scaled tolerance of the double reference (float32 accumulation of
 // exact bf16 products; the summation order differs). The AMX kernel evaluates GELU in float32
-// (gelu.h Math::Fast, <= 4 float32 ULP; 9.24 -> 8.10 ms at BERT-base M = 512, one thread):
+// (gelu.h Math::Fast, <= 4 float32 ULP; 9.24 -> 8.10 ms at BERT-base M = 512, one thread,
+// bench/RESULTS.md "Intel AMX (history)"):
 // its bf16 activation is the correctly rounded GELU(z) for all float32 z but 8,785 of the
 // 4.28e9 finite ones (2.1e-6), which are 1 bf16 ULP off (measured over all inputs, README
 // "Intel AMX"); pin ffn_bf16_erf_hand for the float64 epilogue. One difference in overflow:
