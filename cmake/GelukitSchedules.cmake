@@ -13,7 +13,7 @@
 #   ffn:                         m_block 0-4096 (0 = default), avx512_tile_rows 0-9, avx2_tile_rows 0-12,
 #                                avx2_tile_vectors 0-6 (0, 1, 2, 3, 6), k_block 0-4096 (multiple
 #                                of 8), epilogue_at -1-1 (-1 = default; 1 not for linear_gelu_*),
-#                                pack_weights 0-1
+#                                pack_weights 0-1, acc_block -1-4096 (-1 = default, 0 = one chain)
 # The CUDA file (GELUKIT_CUDA_SCHEDULE_FILE, default generators/schedules/cuda.json, "arch":
 # "cuda"; cmake/GelukitCudaKernels.cmake) holds the GPU knobs, which the CPU files refuse (a
 # GPU is tuned on its own machine, and a knob the CPU libraries never read must not look
@@ -31,7 +31,7 @@ include_guard(GLOBAL)
 # name:min:max:step (gpu_block: whole warps of 32 threads).
 set(_gelukit_knobs_gelu vector_multiple:1:8:1 parallel_grain:256:16777216:1)
 set(_gelukit_knobs_ffn m_block:0:4096:1 avx512_tile_rows:0:9:1 avx2_tile_rows:0:12:1 avx2_tile_vectors:0:6:1 k_block:0:4096:8 epilogue_at:-1:1:1
-    pack_weights:0:1:1)
+    pack_weights:0:1:1 acc_block:-1:4096:1)
 set(_gelukit_knobs_cuda_gelu gpu_block:32:1024:32 gpu_elems:1:16:1)
 set(_gelukit_knobs_cuda_ffn gpu_rows:8:128:8)
 

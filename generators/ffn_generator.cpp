@@ -158,6 +158,27 @@ public:
     // measured without it); 8-4096, a multiple of 8 (whole bf16 pairs); a value >= K is one
     // block, i.e. no K blocking.
     GeneratorParam<int> k_block{"k_block", 0, 0, 4096};
+    // Summation order of each output of the float32 GEMMs (hand schedule, register tiles without
+    // K blocking: the AVX-512, SSE4.1 and NEON defaults): partial sums of acc_block consecutive
+    // K terms, each started from 0 in the register tile, added in turn to the output (which
+    // starts at the bias): a two-level sum (Halide rfactor). One FMA chain over all K (0) adds
+    // every term to an accumulator that grows to the size of the result, so its rounding error
+    // grows with K x |result| (bound gamma_K, Higham, "Accuracy and Stability of Numerical
+    // Algorithms", 2nd ed., sec. 3.1); with blocks of b terms the bound is gamma_(b + K/b).
+    // Simulated in float32 on all-MiniLM-L6-v2 (scripts/sim_ffn_summation.py, K = 384 and
+    // 1536): layer 0 max |error| against double 1.16e-4 with one chain -> 3.2e-5 with b = 128
+    // (rms 1.5e-6 -> 4.4e-7), the other layers 2-7x (max) and ~3x (rms) lower. Measured
+    // (gelukit_bench, MiniLM layer 0, M = 16, real weights, Zen 4, 2026-12-06): 1.13e-4 -> 2.95e-5
+    // (oneDNN's fused matmul: 3.71e-5). The cost is zeroing the tile and one load, add and store
+    // of it per block, ~100 instructions per 128 x 35: BERT-base 512 x 768 x 3072 on Zen 4
+    // (gelukit_tune JIT, interleaved, 15 repetitions) one chain was ~3% faster at 1 and 2
+    // threads (run-to-run noise on that VM is a few %); in gelukit_bench `ffn_hand` went from
+    // 0.975x / 0.945x to 0.962x / 0.940x oneDNN at 1 / 2 threads (runs of the same hour).
+    // -1 = the default (128 for float32; bf16 keeps one chain: 0); 0 = one chain; 1-4096 = b.
+    // Ignored with K blocking (k_block, the AVX2 default: each output stays one chain through
+    // the K blocks) and by the AMX and GPU schedules (the GPU one already adds 16-term
+    // register sums to its shared accumulators, kGpuKBlock).
+    GeneratorParam<int> acc_block{"acc_block", -1, -1, 4096};
     // Where the d_ff activation (bias + GELU epilogue of the first GEMM) is computed, for the
     // kinds with a second GEMM (ffn, geglu, swiglu): 0 = per task (m_block rows x d_ff, in L2,
     // read by the second GEMM of the same task: the fused order), 1 = root (all M x d_ff
@@ -213,7 +234,8 @@ public:
         const std::pair<const GeneratorParam<int> *, std::array<int, 2>> ranges[] = {
             {&m_block, {0, 4096}},      {&avx512_tile_rows, {0, 9}}, {&avx2_tile_rows, {0, 12}},
             {&avx2_tile_vectors, {0, 6}}, {&k_block, {0, 4096}},     {&epilogue_at, {-1, 1}},
-            {&gpu_rows, {8, 128}},       {&pack_weights, {0, 1}},     {&amx, {0, 1}}, {&amx_panels, {0, 1}}};
+            {&gpu_rows, {8, 128}},       {&pack_weights, {0, 1}},     {&amx, {0, 1}}, {&amx_panels, {0, 1}},
+            {&acc_block, {-1, 4096}}};
         for (const auto &[param, range] : ranges) {
             const int value = *param;
             if (value < range[0] || value > range[1]) {
@@ -226,6 +248,9 @@ public:
         }
         if (k_block % 8 != 0) {
             throw std::invalid_argument("ffn: k_block must be 0 (the target's default) or a multiple of 8");
+        }
+        if (acc_block > 0 && st != Float(32)) {
+            throw std::invalid_argument("ffn: acc_block (partial sums) is for float32 only; bf16 takes -1 or 0");
         }
         if (gpu_rows % 8 != 0) {
             throw std::invalid_argument("ffn: gpu_rows must be a multiple of 8 (whole warps per block)");
@@ -574,6 +599,14 @@ private:
         return kPanel;
     }
 
+    // K terms per partial sum (acc_block): the knob, else 128 for float32 and one chain (0) for
+    // bf16, whose vdpbf16ps pairs are not split (see acc_block).
+    int effective_acc_block() const {
+        if (acc_block >= 0) {
+            return acc_block;
+        }
+        return kpair == 1 ? 128 : 0;
+    }
     // K block in elements: the knob, else the target's default (AVX2: 128, see tile_rows;
     // elsewhere none: the AVX-512 and NEON tiles were measured without K blocking).
     int effective_k_block() const {
@@ -642,6 +675,20 @@ private:
         Var ps{"ps"}, pf{"pf"};
         if (rows == mr) {
             z.bound_extent(m, mr).vectorize(pi, lanes).unroll(pi).unroll(m);
+            if (effective_acc_block() > 0 && tf == kPanel && kpair == 1) {
+                // Partial sums (acc_block): rfactor splits the K loop into blocks of b terms;
+                // zp, the block's register tile, is computed inside each block step of z's
+                // update, starting from 0, and z (the output tile, on the stack) adds it.
+                RVar rko{"rko"}, rki{"rki"};
+                Var kv{"kv"};
+                u.split(r.y, rko, rki, effective_acc_block(), TailStrategy::GuardWithIf);
+                Func zp = u.rfactor(rko, kv);
+                zp.compute_at(z, rko).bound_extent(pi, kPanel).bound_extent(po, 1).bound_extent(m, mr);
+                zp.vectorize(pi, lanes).unroll(pi).unroll(m);
+                zp.update().reorder(r.x, pi, po, m, rki).vectorize(pi, lanes).unroll(pi).unroll(m);
+                u.reorder(pi, po, m, rko).vectorize(pi, lanes).unroll(pi).unroll(m);
+                return;
+            }
             if (tf == kPanel) {
                 // k outermost: every k step does kPanel/lanes weight loads, mr broadcasts of h
                 // and mr*kPanel/lanes FMAs into the register tile (unrolled pi and m).

@@ -20,6 +20,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <ostream>
 #include <random>
@@ -767,6 +768,56 @@ TEST(FfnHanded, G47_AccumulationPrecision) {
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ErrorCode::Unsupported) << e.what();
     }
+}
+
+// Summation order (ffn generator knob acc_block): the float32 hand kernels sum each output in
+// partial sums of 128 K terms, each started from 0, where the naive schedule runs one FMA chain
+// over all K. With K = 3072 positive products of ~1 the chain's accumulator reaches ~3072, where
+// each addition rounds at 2^-12; the partial sums stay below ~200 until the 24 block additions.
+// The hand kernel's error must be well below the chain's (simulated: ~5x; asserted: 2x) and
+// within the K-scaled bound. Only where the dispatched sub-target takes the register-tile path
+// without K blocking (AVX-512, SSE4.1, NEON); AVX2's K-blocked tiles keep one chain (skipped).
+TEST(FfnAccuracy, PartialSumsBeatOneFmaChain) {
+    const int64_t m = 8, k = 3072, n = 48;
+    std::mt19937 rng(20261206);
+    std::uniform_real_distribution<float> d(0.5f, 1.5f);
+    std::vector<float> h(std::size_t(m * k)), w1(std::size_t(n * k));
+    for (float &v : h) v = d(rng);
+    for (float &v : w1) v = d(rng);
+    FeedForwardWeights w;
+    w.w1 = TensorView::contiguous(w1.data(), DType::F32, {n, k});
+    auto run = [&](Schedule s) {
+        FeedForwardOptions o;
+        o.kind = FfnKind::LinearGelu;
+        o.schedule = s;
+        std::vector<float> out(std::size_t(m * n));
+        FeedForward(w, o).forward(TensorView::contiguous(h.data(), DType::F32, {m, k}),
+                                  TensorView::contiguous(out.data(), DType::F32, {m, n}));
+        return out;
+    };
+    const std::vector<float> hand = run(Schedule::Hand);
+    if (dispatched_isa() == "avx2") {
+        GTEST_SKIP() << "avx2: K-blocked register tiles, one chain per output (acc_block does not apply)";
+    }
+    const std::vector<float> naive = run(Schedule::Naive);
+    double err_hand = 0, err_naive = 0, bound = 0;
+    for (int64_t r = 0; r < m; r++) {
+        for (int64_t c = 0; c < n; c++) {
+            double z = 0;
+            for (int64_t i = 0; i < k; i++) {
+                z += double(h[std::size_t(r * k + i)]) * double(w1[std::size_t(c * k + i)]);
+            }
+            // GELU(z) = z to far below double precision here (z > 1000: Phi(z) = 1 - tiny).
+            err_hand = std::max(err_hand, std::fabs(double(hand[std::size_t(r * n + c)]) - z));
+            err_naive = std::max(err_naive, std::fabs(double(naive[std::size_t(r * n + c)]) - z));
+            bound = std::max(bound, double(k) * 0x1p-24 * z);  // gamma_K * sum |products|
+        }
+    }
+    std::cout << "max |error| over " << m * n << " outputs of ~" << k << ": hand (partial sums) " << err_hand
+              << ", naive (one chain) " << err_naive << ", K-scaled bound " << bound << "\n";
+    EXPECT_GT(err_naive, 0.0) << "the one-chain reference sum came out exact: the case probes nothing";
+    EXPECT_LT(err_hand, 0.5 * err_naive) << "hand (partial sums) " << err_hand << ", naive (one chain) " << err_naive;
+    EXPECT_LE(err_hand, bound);
 }
 
 // ---------------------------------------------------------------------------------------------

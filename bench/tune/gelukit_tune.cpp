@@ -190,6 +190,10 @@ std::vector<Knob> ffn_knobs(bool second_gemm = true) {
     //   L1/L2 for all row tiles of a task);
     // epilogue_at: the d_ff activation per task (0, fused) or for all M first (1, unfused); -1 =
     //   the generator's default (1 for the f32 ffn, else 0);
+    // acc_block: K terms per partial sum of each output (-1 = the generator's default, 128 for
+    //   float32; 0 = one FMA chain over K). An accuracy choice (3.8x lower FFN error on MiniLM,
+    //   ~1-3% of speed: the generator's comment), so it is searched only when asked (--space
+    //   acc_block=...): a speed search would trade the accuracy away unseen;
     // pack_weights: panels packed once by the runtime (1) or the nn.Linear matrices read and
     //   packed per task inside the kernel (0: no packed copy, FeedForwardOptions::borrow_weights).
     //   Searched only when asked (--space pack_weights=0,1): it changes what the tuned kernel
@@ -201,7 +205,8 @@ std::vector<Knob> ffn_knobs(bool second_gemm = true) {
                            {"avx512_tile_rows", {0, 4, 5, 6, 7, 9}, 0, 0, 9},
                            {"avx2_tile_rows", {0, 1, 2, 3, 6}, 0, 0, 12},
                            {"avx2_tile_vectors", {0, 1, 2, 6}, 0, 0, 6, 1, {4, 5}},
-                           {"k_block", {0, 32, 64, 256, 384, 4096}, 0, 0, 4096, 8}};
+                           {"k_block", {0, 32, 64, 256, 384, 4096}, 0, 0, 4096, 8},
+                           {"acc_block", {-1}, -1, -1, 4096, 1, {}, true}};
     if (second_gemm) k.push_back({"epilogue_at", {0, 1}, -1, -1, 1, 1, {}, true});
     return k;
 }

@@ -53,14 +53,15 @@ expect("pos GREATER -1" "no summary row for the GELU kernel: ${out}")
 
 # 2 (FFN): merged into the same file; d_ff = 100 is not a multiple of the 48-wide panels,
 # d_model = 100 not a multiple of the K blocks, M = 37 not a multiple of the m blocks. The
-# whole FFN's space (2 x 2 x 2 x 2 = 16 candidates; the default, m_block 0 and epilogue_at -1,
+# whole FFN's space (2 x 2 x 2 x 2 = 16 candidates, all with partial sums of 64 K terms (acc_block: d_model
+# = 100 leaves a short last block); the default, m_block 0 and epilogue_at -1,
 # i.e. the generator's defaults, is a 17th) is measured completely, so every combination of K blocking, epilogue level and weight layout
 # (runtime-packed panels or nn.Linear matrices packed in the kernel) is JIT-compiled and
 # checked against the double reference; none may be discarded.
 execute_process(
     COMMAND "${TUNE}" --kernel linear_gelu_f32_erf --trials 3 --budget-s 60 --repetitions 5
             --space m_block=8,16 --space avx512_tile_rows=0,4 --space avx2_tile_rows=0,1
-            --space avx2_tile_vectors=0,2 --space k_block=0,32 --ffn-m 16
+            --space avx2_tile_vectors=0,2 --space k_block=0,32 --space acc_block=64 --ffn-m 16
             --ffn-d-model 64 --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${file}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "${out}")
@@ -71,7 +72,7 @@ expect("pos EQUAL -1" "a linear_gelu candidate failed its reference check: ${err
 # space (4 + the default), into a file of its own (the merged file keeps the run above).
 execute_process(
     COMMAND "${TUNE}" --kernel linear_gelu_f32_erf --trials 5 --budget-s 60 --repetitions 3
-            --space m_block=8,16 --space k_block=0,32 --space pack_weights=0 --space avx512_tile_rows=0
+            --space m_block=8,16 --space k_block=0,32 --space pack_weights=0 --space acc_block=64 --space avx512_tile_rows=0
             --space avx2_tile_rows=0 --space avx2_tile_vectors=0 --ffn-m 37 --ffn-d-model 7
             --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${WORK}/unpacked.json"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -83,6 +84,7 @@ expect("u_trials EQUAL 5 AND u_discarded EQUAL 0" "unpacked linear_gelu: ${u_tri
 execute_process(
     COMMAND "${TUNE}" --kernel ffn_f32_erf --trials 17 --budget-s 180 --repetitions 3
             --space m_block=8,16 --space k_block=0,32 --space epilogue_at=0,1 --space pack_weights=0,1
+            --space acc_block=64
             --space avx512_tile_rows=0
             --space avx2_tile_rows=0 --space avx2_tile_vectors=0
             --ffn-m 37 --ffn-d-model 100 --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${file}"
@@ -135,7 +137,7 @@ gelukit_schedule_params(linear_gelu_f32_erf ffn_knobs)
 expect("gelu_knobs MATCHES \"^parallel_grain=(16384|65536);vector_multiple=(1|2)$\"" "GELU knobs '${gelu_knobs}'")
 # (the defaults, m_block 0 (the generator's) and tile rows 0, stay when no candidate beats them significantly)
 # (avx512_tile_rows is searched only on an AVX-512 host, the avx2_tile_* knobs only elsewhere)
-expect("ffn_knobs MATCHES \"^(avx2_tile_rows=(0|1);avx2_tile_vectors=(0|2);)?(avx512_tile_rows=(0|4);)?k_block=(0|32);m_block=(0|8|16);pack_weights=0$\"" "FFN knobs '${ffn_knobs}'")
+expect("ffn_knobs MATCHES \"^(acc_block=(-1|64);)?(avx2_tile_rows=(0|1);avx2_tile_vectors=(0|2);)?(avx512_tile_rows=(0|4);)?k_block=(0|32);m_block=(0|8|16);pack_weights=0$\"" "FFN knobs '${ffn_knobs}'")
 # Each case: the file's "kernels" value (or none: no file) and the message the reader must give.
 set(head "{\"format\": \"gelukit-schedules\", \"version\": 1, \"arch\": \"${ARCH}\", \"kernels\": ")
 set(k "\"gelu_fwd_f32_erf_acc\"")
