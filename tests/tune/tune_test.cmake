@@ -53,8 +53,9 @@ expect("pos GREATER -1" "no summary row for the GELU kernel: ${out}")
 
 # 2 (FFN): merged into the same file; d_ff = 100 is not a multiple of the 48-wide panels,
 # d_model = 100 not a multiple of the K blocks, M = 37 not a multiple of the m blocks. The
-# whole FFN's space (2 x 2 x 2 x 2 = 16 candidates, all with partial sums of 64 K terms (acc_block: d_model
-# = 100 leaves a short last block); the default, m_block 0 and epilogue_at -1,
+# whole FFN's space (2 x 2 x 2 x 2 = 16 candidates, all with acc_block=64: partial sums of 64 K terms
+# where one register tile runs the whole K loop (on AVX-512 the m_block 8 ones; d_model = 100
+# leaves a short last block), one chain where K is blocked over several tiles; the default, m_block 0 and epilogue_at -1,
 # i.e. the generator's defaults, is a 17th) is measured completely, so every combination of K blocking, epilogue level and weight layout
 # (runtime-packed panels or nn.Linear matrices packed in the kernel) is JIT-compiled and
 # checked against the double reference; none may be discarded.
