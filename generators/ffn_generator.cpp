@@ -273,13 +273,14 @@ public:
         if (get_target().has_gpu_feature() && math == MathMode::Accurate) {
             throw std::invalid_argument("ffn: math=acc (float64 epilogue) is not built for GPU targets; use math=fast");
         }
-        if (acc_block > 0 && (st != Float(32) || get_target().has_gpu_feature() || sched != ScheduleKind::Hand ||
-                              using_autoscheduler() || amx)) {
+        // The float32 CPU hand schedule: the only one with unpacked weights and partial sums.
+        const bool f32_cpu_hand = st == Float(32) && !get_target().has_gpu_feature() && sched == ScheduleKind::Hand &&
+                                  !using_autoscheduler();
+        if (acc_block > 0 && !f32_cpu_hand) {
             throw std::invalid_argument("ffn: acc_block > 0 (partial sums) is built for the float32 CPU hand schedule "
                                         "only; elsewhere use -1 (the default) or 0");
         }
-        if (pack_weights == 0 && (st != Float(32) || get_target().has_gpu_feature() || sched != ScheduleKind::Hand ||
-                                  using_autoscheduler())) {
+        if (pack_weights == 0 && !f32_cpu_hand) {
             throw std::invalid_argument("ffn: pack_weights=0 (weights read in nn.Linear layout) is built for the "
                                         "float32 CPU hand schedule only");
         }
@@ -672,41 +673,44 @@ private:
         // every tile a full kPanel x mr register block (rows past M read the clamped last row).
         z.bound_extent(pi, kPanel).bound_extent(po, 1);
         Stage u = z.update();
-        auto pair_lanes = [&] {
+        auto pair_lanes = [&](Stage s) {
             if (kpair > 1) {
                 // bf16 pairs along k reduce into one float32 lane: Halide matches vdpbf16ps.
-                u.atomic().vectorize(r.x);
+                s.atomic().vectorize(r.x);
             }
         };
         const int tf = tile_features();
         Var ps{"ps"}, pf{"pf"};
         if (rows == mr) {
             z.bound_extent(m, mr).vectorize(pi, lanes).unroll(pi).unroll(m);
-            // The whole K loop runs in this one tile (no K blocking, or an m block of one tile).
-            if (effective_acc_block() > 0 && tf == kPanel && kpair == 1) {
-                // Partial sums (acc_block): rfactor splits the K loop into blocks of b terms;
-                // zp, the block's register tile, is computed inside each block step of z's
-                // update, starting from 0, and z (the output tile, on the stack) adds it.
-                RVar rko{"rko"}, rki{"rki"};
-                Var kv{"kv"};
-                u.split(r.y, rko, rki, effective_acc_block(), TailStrategy::GuardWithIf);
-                Func zp = u.rfactor(rko, kv);
-                zp.compute_at(z, rko).bound_extent(pi, kPanel).bound_extent(po, 1).bound_extent(m, mr);
-                zp.vectorize(pi, lanes).unroll(pi).unroll(m);
-                zp.update().reorder(r.x, pi, po, m, rki).vectorize(pi, lanes).unroll(pi).unroll(m);
-                u.reorder(pi, po, m, rko).vectorize(pi, lanes).unroll(pi).unroll(m);
-                return;
-            }
             if (tf == kPanel) {
-                // k outermost: every k step does kPanel/lanes weight loads, mr broadcasts of h
-                // and mr*kPanel/lanes FMAs into the register tile (unrolled pi and m).
-                u.reorder(r.x, pi, po, m, r.y);
-                pair_lanes();
-                u.vectorize(pi, lanes).unroll(pi).unroll(m);
+                // The whole K loop runs in this one tile (no K blocking, or an m block of one
+                // tile). k outermost: every k step does kPanel/lanes weight loads, mr broadcasts
+                // of h and mr*kPanel/lanes FMAs into the register tile (unrolled pi and m).
+                Stage tile = u;
+                RVar k_steps = r.y;
+                if (effective_acc_block() > 0) {
+                    // Partial sums (acc_block; float32 only, configure()): rfactor splits the K
+                    // loop into blocks of b terms; zp, the block's register tile, starts from 0
+                    // inside each block step of z's update, which adds it to z (the output
+                    // tile, on the stack). The register tile below is then zp's.
+                    RVar rko{"rko"}, rki{"rki"};
+                    Var kv{"kv"};
+                    u.split(r.y, rko, rki, effective_acc_block(), TailStrategy::GuardWithIf);
+                    Func zp = u.rfactor(rko, kv);
+                    zp.compute_at(z, rko).bound_extent(pi, kPanel).bound_extent(po, 1).bound_extent(m, mr);
+                    zp.vectorize(pi, lanes).unroll(pi).unroll(m);
+                    u.reorder(pi, po, m, rko).vectorize(pi, lanes).unroll(pi).unroll(m);
+                    tile = zp.update();
+                    k_steps = rki;
+                }
+                tile.reorder(r.x, pi, po, m, k_steps);
+                pair_lanes(tile);
+                tile.vectorize(pi, lanes).unroll(pi).unroll(m);
             } else {
                 // A tile of tf features: the panel's slices (ps) outside the k loop.
                 u.split(pi, ps, pf, tf).reorder(r.x, pf, po, m, r.y, ps);
-                pair_lanes();
+                pair_lanes(u);
                 u.vectorize(pf, lanes).unroll(pf).unroll(m);
             }
             return;
@@ -727,7 +731,7 @@ private:
             .split(pi, ps, pf, tf)
             .split(r.y, rko, rki, std::max(1, effective_k_block() / kpair), TailStrategy::GuardWithIf)
             .reorder(r.x, pf, po, mri, rki, ps, mt, rko);
-        pair_lanes();
+        pair_lanes(u);
         u.vectorize(pf, lanes)
             .unroll(pf)
             .unroll(mri);
