@@ -158,12 +158,12 @@ public:
     // measured without it); 8-4096, a multiple of 8 (whole bf16 pairs); a value >= K is one
     // block, i.e. no K blocking.
     GeneratorParam<int> k_block{"k_block", 0, 0, 4096};
-    // Summation order of each output of the float32 GEMMs (CPU hand schedule, where one register
-    // tile of a full 48-feature panel runs the whole K loop: rows == mr in schedule_gemm, i.e. no
-    // K blocking, or an m block of one tile, where k_block has no effect; the AVX-512, SSE4.1
-    // and NEON defaults, and the Zen 4 f32 ffn's 8-row tasks whatever k_block): partial sums of acc_block consecutive
-    // K terms, each started from 0 in the register tile, added in turn to the output (which
-    // starts at the bias): a two-level sum (Halide rfactor). One FMA chain over all K (0) adds
+    // Summation order of each output of the float32 GEMMs (CPU hand schedule): partial sums of
+    // acc_block consecutive K terms, each started from 0 in the register tile, added in turn to
+    // the output (which starts at the bias): a two-level sum (Halide rfactor, schedule_gemm).
+    // Where K is blocked over an m block of several tiles (k_block; the AVX2 default, the Intel
+    // f32 ffn's 256-row tasks with a k_block, the tuned linear_gelu's k_block 4096) a partial sum
+    // never spans two K blocks: b = min(acc_block, k_block). One FMA chain over all K (0) adds
     // every term to an accumulator that grows to the size of the result, so its rounding error
     // grows with K x |result| (bound gamma_K, Higham, "Accuracy and Stability of Numerical
     // Algorithms", 2nd ed., sec. 3.1); with blocks of b terms the bound is gamma_(b + K/b).
@@ -175,13 +175,12 @@ public:
     // of it per block, ~100 instructions per 128 x 35: BERT-base 512 x 768 x 3072 on Zen 4
     // (gelukit_tune JIT, interleaved, 15 repetitions) one chain was ~3% faster at 1 and 2
     // threads (run-to-run noise on that VM is a few %); in gelukit_bench `ffn_hand` went from
-    // 0.975x / 0.945x to 0.962x / 0.940x oneDNN at 1 / 2 threads (runs of the same hour).
+    // 0.975x / 0.945x to 0.962x / 0.940x oneDNN at 1 / 2 threads (runs of the same hour). In the
+    // K-blocked path with b = k_block the tile was already loaded and stored once per block:
+    // the cost is the zeroing and one add per block.
     // -1 = the default (128 for float32; 0 for bf16); 0 = one chain; 1-4096 = b (float32 CPU
-    // hand schedule only: configure() refuses it elsewhere). Without effect where the m block
-    // holds several tiles and K is blocked (the AVX2 default, 24-feature tiles; the Intel f32
-    // ffn's 256-row tasks with a k_block): each output stays one chain through the K blocks.
-    // The GPU schedule already adds 16-term register sums to its shared accumulators
-    // (kGpuKBlock).
+    // hand schedule only: configure() refuses it elsewhere). The GPU schedule already adds
+    // 16-term register sums to its shared accumulators (kGpuKBlock).
     GeneratorParam<int> acc_block{"acc_block", -1, -1, 4096};
     // Where the d_ff activation (bias + GELU epilogue of the first GEMM) is computed, for the
     // kinds with a second GEMM (ffn, geglu, swiglu): 0 = per task (m_block rows x d_ff, in L2,
@@ -680,33 +679,45 @@ private:
             }
         };
         const int tf = tile_features();
-        Var ps{"ps"}, pf{"pf"};
+        // K terms per partial sum (acc_block; 0: one FMA chain; float32 only, configure()).
+        const int b = effective_acc_block();
+        // The register tile of a stage whose pi extent is one tile (tf features) and m extent mr:
+        // k outermost, every k step does tf/lanes weight loads, mr broadcasts of h and
+        // mr*tf/lanes FMAs into the tile (unrolled pi and m).
+        auto fma_tile = [&](Stage s, const RVar &k) {
+            s.reorder(r.x, pi, po, m, k);
+            pair_lanes(s);
+            s.vectorize(pi, lanes).unroll(pi).unroll(m);
+        };
+        // Partial sums: rfactor keeps the preserved (outer) K loops in z's update and moves the
+        // inner K steps k into zp, one register tile (tf features x mr rows) started from 0 and
+        // computed at loop `at` of z's update, which then adds it to z's tile (in registers or
+        // on the stack; z starts at the bias). zp's update is the FMA tile.
+        auto partial_sum_tile = [&](const std::vector<std::pair<RVar, Var>> &preserved, const VarOrRVar &at,
+                                    const RVar &k) {
+            Func zp = u.rfactor(preserved);
+            zp.compute_at(LoopLevel(z, at)).bound_extent(pi, tf).bound_extent(po, 1).bound_extent(m, mr);
+            zp.vectorize(pi, lanes).unroll(pi).unroll(m);
+            fma_tile(zp.update(), k);
+        };
+        Var ps{"ps"}, pf{"pf"}, kv{"kv"}, kv2{"kv2"};
+        RVar rko{"rko"}, rki{"rki"}, rkb{"rkb"}, rkt{"rkt"};
         if (rows == mr) {
+            // The whole K loop runs in this one register tile (no K blocking, or an m block of
+            // one tile).
             z.bound_extent(m, mr).vectorize(pi, lanes).unroll(pi).unroll(m);
-            if (tf == kPanel) {
-                // The whole K loop runs in this one tile (no K blocking, or an m block of one
-                // tile). k outermost: every k step does kPanel/lanes weight loads, mr broadcasts
-                // of h and mr*kPanel/lanes FMAs into the register tile (unrolled pi and m).
-                Stage tile = u;
-                RVar k_steps = r.y;
-                if (effective_acc_block() > 0) {
-                    // Partial sums (acc_block; float32 only, configure()): rfactor splits the K
-                    // loop into blocks of b terms; zp, the block's register tile, starts from 0
-                    // inside each block step of z's update, which adds it to z (the output
-                    // tile, on the stack). The register tile below is then zp's.
-                    RVar rko{"rko"}, rki{"rki"};
-                    Var kv{"kv"};
-                    u.split(r.y, rko, rki, effective_acc_block(), TailStrategy::GuardWithIf);
-                    Func zp = u.rfactor(rko, kv);
-                    zp.compute_at(z, rko).bound_extent(pi, kPanel).bound_extent(po, 1).bound_extent(m, mr);
-                    zp.vectorize(pi, lanes).unroll(pi).unroll(m);
+            if (b > 0) {
+                // K in blocks of b terms, each summed in zp; a tile narrower than the panel walks
+                // the panel's slices (ps) outside the blocks.
+                u.split(r.y, rko, rki, b, TailStrategy::GuardWithIf);
+                partial_sum_tile({{rko, kv}}, rko, rki);
+                if (tf == kPanel) {
                     u.reorder(pi, po, m, rko).vectorize(pi, lanes).unroll(pi).unroll(m);
-                    tile = zp.update();
-                    k_steps = rki;
+                } else {
+                    u.split(pi, ps, pf, tf).reorder(pf, po, m, rko, ps).vectorize(pf, lanes).unroll(pf).unroll(m);
                 }
-                tile.reorder(r.x, pi, po, m, k_steps);
-                pair_lanes(tile);
-                tile.vectorize(pi, lanes).unroll(pi).unroll(m);
+            } else if (tf == kPanel) {
+                fma_tile(u, r.y);
             } else {
                 // A tile of tf features: the panel's slices (ps) outside the k loop.
                 u.split(pi, ps, pf, tf).reorder(r.x, pf, po, m, r.y, ps);
@@ -723,18 +734,28 @@ private:
         // whole block); the storage is fixed at the rounded block (48 x rows floats: on the stack
         // up to Halide's 16 KiB limit, i.e. m_block <= 85; larger blocks are one halide_malloc
         // per task and panel, small next to the block's GEMM).
+        // With partial sums, a register tile sums each K block (or each b terms of it, b <
+        // k_block) from 0 and adds it to the buffer: the same one load and store of the tile per
+        // block as the chain, plus zeroing and one add.
         Var mt{"mt"}, mri{"mri"};
-        RVar rko{"rko"}, rki{"rki"};
+        const int kb = std::max(1, effective_k_block() / kpair);
         z.bound_storage(m, rows);
         z.split(m, mt, mri, mr, TailStrategy::RoundUp).vectorize(pi, lanes).unroll(pi).unroll(mri);
-        u.split(m, mt, mri, mr, TailStrategy::RoundUp)
-            .split(pi, ps, pf, tf)
-            .split(r.y, rko, rki, std::max(1, effective_k_block() / kpair), TailStrategy::GuardWithIf)
-            .reorder(r.x, pf, po, mri, rki, ps, mt, rko);
-        pair_lanes(u);
-        u.vectorize(pf, lanes)
-            .unroll(pf)
-            .unroll(mri);
+        u.split(r.y, rko, rki, kb, TailStrategy::GuardWithIf);
+        if (b > 0 && b < kb) {
+            u.split(rki, rkb, rkt, b, TailStrategy::GuardWithIf);
+            partial_sum_tile({{rko, kv}, {rkb, kv2}}, rkb, rkt);
+            u.split(m, mt, mri, mr, TailStrategy::RoundUp).split(pi, ps, pf, tf).reorder(pf, po, mri, rkb, ps, mt, rko);
+        } else if (b > 0) {
+            partial_sum_tile({{rko, kv}}, ps, rki);
+            u.split(m, mt, mri, mr, TailStrategy::RoundUp).split(pi, ps, pf, tf).reorder(pf, po, mri, ps, mt, rko);
+        } else {
+            u.split(m, mt, mri, mr, TailStrategy::RoundUp)
+                .split(pi, ps, pf, tf)
+                .reorder(r.x, pf, po, mri, rki, ps, mt, rko);
+            pair_lanes(u);
+        }
+        u.vectorize(pf, lanes).unroll(pf).unroll(mri);
     }
 
     // GPU (CUDA) schedule. Each GEMM is one kernel over output tiles of one weight panel

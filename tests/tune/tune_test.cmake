@@ -53,10 +53,11 @@ expect("pos GREATER -1" "no summary row for the GELU kernel: ${out}")
 
 # 2 (FFN): merged into the same file; d_ff = 100 is not a multiple of the 48-wide panels,
 # d_model = 100 not a multiple of the K blocks, M = 37 not a multiple of the m blocks. The
-# whole FFN's space (2 x 2 x 2 x 2 = 16 candidates, all with acc_block=64: partial sums of 64 K terms
-# where one register tile runs the whole K loop (on AVX-512 the m_block 8 ones; d_model = 100
-# leaves a short last block), one chain where K is blocked over several tiles; the default, m_block 0 and epilogue_at -1,
-# i.e. the generator's defaults, is a 17th) is measured completely, so every combination of K blocking, epilogue level and weight layout
+# whole FFN's space (2 x 2 x 2 x 2 = 16 candidates, all with acc_block=16: partial sums of 16 K terms,
+# with k_block 32 two per K block; d_model = d_ff = 100 leaves a short last block of 4; the
+# linear_gelu runs above have acc_block 64 > k_block 32, one partial sum per K block; the default,
+# m_block 0 and epilogue_at -1, i.e. the generator's defaults, is a 17th) is measured completely,
+# so every combination of K blocking, epilogue level and weight layout
 # (runtime-packed panels or nn.Linear matrices packed in the kernel) is JIT-compiled and
 # checked against the double reference; none may be discarded.
 execute_process(
@@ -85,7 +86,7 @@ expect("u_trials EQUAL 5 AND u_discarded EQUAL 0" "unpacked linear_gelu: ${u_tri
 execute_process(
     COMMAND "${TUNE}" --kernel ffn_f32_erf --trials 17 --budget-s 180 --repetitions 3
             --space m_block=8,16 --space k_block=0,32 --space epilogue_at=0,1 --space pack_weights=0,1
-            --space acc_block=64
+            --space acc_block=16
             --space avx512_tile_rows=0
             --space avx2_tile_rows=0 --space avx2_tile_vectors=0
             --ffn-m 37 --ffn-d-model 100 --ffn-d-ff 100 --autoschedulers none --threads 2 --out "${file}"
