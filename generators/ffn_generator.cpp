@@ -176,8 +176,11 @@ public:
     // (gelukit_tune JIT, interleaved, 15 repetitions) one chain was ~3% faster at 1 and 2
     // threads (run-to-run noise on that VM is a few %); in gelukit_bench `ffn_hand` went from
     // 0.975x / 0.945x to 0.962x / 0.940x oneDNN at 1 / 2 threads (runs of the same hour). In the
-    // K-blocked path with b = k_block the tile was already loaded and stored once per block:
-    // the cost is the zeroing and one add per block.
+    // K-blocked path with b = k_block the tile was already loaded and stored once per block, so
+    // the cost is the zeroing and one add per block: not measurable on the AVX2 ffn default
+    // (BERT-base, JIT for avx2-fma-f16c on Zen 4, 2 x 21 interleaved repetitions per thread
+    // count: one chain 0.4-1.4% slower, noise); with b < k_block each b terms add a load and
+    // store: the tuned linear_gelu (9 x 48 tile, k_block 4096) 1-2.5% slower on Zen 4.
     // -1 = the default (128 for float32; 0 for bf16); 0 = one chain; 1-4096 = b (float32 CPU
     // hand schedule only: configure() refuses it elsewhere). The GPU schedule already adds
     // 16-term register sums to its shared accumulators (kGpuKBlock).

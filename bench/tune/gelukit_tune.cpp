@@ -191,9 +191,10 @@ std::vector<Knob> ffn_knobs(bool second_gemm = true) {
     // epilogue_at: the d_ff activation per task (0, fused) or for all M first (1, unfused); -1 =
     //   the generator's default (1 for the f32 ffn, else 0);
     // acc_block: K terms per partial sum of each output (-1 = the generator's default, 128 for
-    //   float32; 0 = one FMA chain over K). An accuracy choice (3.8x lower FFN error on MiniLM,
-    //   ~1-3% of speed: the generator's comment), so it is searched only when asked (--space
-    //   acc_block=...): a speed search would trade the accuracy away unseen;
+    //   float32; 0 = one FMA chain over K; within one K block where K is blocked). An accuracy
+    //   choice (3.8x lower FFN error on MiniLM, 0-3% of speed: the generator's comment), so it
+    //   is searched only when asked (--space acc_block=...): a speed search would trade the
+    //   accuracy away unseen;
     // pack_weights: panels packed once by the runtime (1) or the nn.Linear matrices read and
     //   packed per task inside the kernel (0: no packed copy, FeedForwardOptions::borrow_weights).
     //   Searched only when asked (--space pack_weights=0,1): it changes what the tuned kernel
