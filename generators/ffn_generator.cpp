@@ -738,8 +738,9 @@ private:
         // up to Halide's 16 KiB limit, i.e. m_block <= 85; larger blocks are one halide_malloc
         // per task and panel, small next to the block's GEMM).
         // With partial sums, a register tile sums each K block (or each b terms of it, b <
-        // k_block) from 0 and adds it to the buffer: the same one load and store of the tile per
-        // block as the chain, plus zeroing and one add.
+        // k_block) from 0 and adds it to the buffer: for b >= k_block the same one load and
+        // store of the tile per K block as the chain, plus zeroing and one add; for b < k_block
+        // one load, add and store per b terms (k_block / b times the chain's).
         Var mt{"mt"}, mri{"mri"};
         const int kb = std::max(1, effective_k_block() / kpair);
         z.bound_storage(m, rows);

@@ -779,7 +779,8 @@ TEST(FfnHanded, G47_AccumulationPrecision) {
 // sums; asserted: 2x) and within the K-scaled bound. Hand covers, per sub-target, one register
 // tile over the whole K loop (AVX-512, SSE4.1, NEON) and the K-blocked m block of several tiles
 // with partial sums of one K block each (the AVX2 default, k_block 128); Tuned (linear_gelu's
-// schedule file: k_block 4096 over an m block of 32 rows) blocks of 128 inside one K block.
+// schedule file: k_block 4096 over an m block of 32 rows, 27 with AVX-512's 9-row tiles) blocks
+// of 128 inside one K block.
 TEST(FfnAccuracy, PartialSumsBeatOneFmaChain) {
     const int64_t m = 8, k = 3072, n = 48;
     std::mt19937 rng(20261206);

@@ -1392,8 +1392,12 @@ static int tune_main(int argc, char **argv) {
         // code. (The sub-targets the host does not run keep their defaults in the file.)
         std::vector<Knob> space = e.space;
         const bool x86 = opt.target.arch == Halide::Target::X86 && !cuda;
-        const bool avx512 = x86 && opt.target.has_feature(Halide::Target::AVX512);
-        const bool avx2 = x86 && !avx512 && opt.target.has_feature(Halide::Target::AVX2);
+        // The generator's own test (avx512_tile / avx2_tile): the natural float32 vector width,
+        // which a target string such as x86-64-linux-avx512_skylake (HL_JIT_TARGET) implies
+        // without naming the plain avx512 feature.
+        const int f32_lanes = x86 ? opt.target.natural_vector_size(Halide::Float(32)) : 0;
+        const bool avx512 = f32_lanes >= 16;
+        const bool avx2 = f32_lanes == 8;
         space.erase(std::remove_if(space.begin(), space.end(),
                                    [&](const Knob &k) {
                                        return (!avx2 && k.name.rfind("avx2_", 0) == 0) ||

@@ -54,8 +54,9 @@ expect("pos GREATER -1" "no summary row for the GELU kernel: ${out}")
 # 2 (FFN): merged into the same file; d_ff = 100 is not a multiple of the 48-wide panels,
 # d_model = 100 not a multiple of the K blocks, M = 37 not a multiple of the m blocks. The
 # whole FFN's space (2 x 2 x 2 x 2 = 16 candidates, all with acc_block=16: partial sums of 16 K terms,
-# with k_block 32 two per K block; d_model = d_ff = 100 leaves a short last block of 4; the
-# linear_gelu runs above have acc_block 64 > k_block 32, one partial sum per K block; the default,
+# with k_block 32 two per K block; K = 100 leaves a short last block of 4 (16 in the packed second
+# GEMM, whose K is d_ff padded to 144); the two linear_gelu runs that come first have
+# acc_block 64 > k_block 32, one partial sum per K block; the default,
 # m_block 0 and epilogue_at -1, i.e. the generator's defaults, is a 17th) is measured completely,
 # so every combination of K blocking, epilogue level and weight layout
 # (runtime-packed panels or nn.Linear matrices packed in the kernel) is JIT-compiled and
