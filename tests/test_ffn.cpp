@@ -831,9 +831,9 @@ TEST(FfnAccuracy, PartialSumsBeatOneFmaChain) {
     for (Schedule s : schedules) {
         const double err = max_error(run(s));
         const char *name = s == Schedule::Hand ? "hand" : "tuned";
-        std::cout << dispatched_isa() << ", max |error| over " << m * n << " outputs of ~" << k << ": " << name
-                  << " (partial sums) " << err << ", naive (one chain) " << err_naive << ", K-scaled bound " << bound
-                  << "\n";
+        std::cout << dispatched_isa() << ", max |error| over " << m * n << " outputs (K = " << k << ", each ~" << k
+                  << "): " << name << " (partial sums) " << err << ", naive (one chain) " << err_naive
+                  << ", K-scaled bound " << bound << "\n";
         EXPECT_LT(err, 0.5 * err_naive) << name << " (partial sums) " << err << ", naive (one chain) " << err_naive;
         EXPECT_LE(err, bound) << name;
     }
