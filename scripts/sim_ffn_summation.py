@@ -14,15 +14,15 @@ Inputs are those of the benchmark's MiniLM workload (bench/minilm.cpp): the Laye
 embeddings of its 16-token sentence, the layer's intermediate.dense / output.dense weights, the
 residual added last. GELU is evaluated in float64 and rounded once (as gelukit's accurate epilogue).
 
+Dev-only dependencies: numpy, safetensors (not needed to build gelukit; `.venv/bin/python3 -m pip
+install safetensors`).
 Usage: .venv/bin/python3 scripts/sim_ffn_summation.py [layer 0-5] [b ...]
   prints, for one chain (b = 0) and each partial-sum size b, the max and rms |error| against the
   float64 reference. Measured with it on 2026-12-06 (layer 0): one chain 1.16e-4 (the benchmark's
   ffn_hand then: 1.13e-4), b = 128 3.2e-5 (the benchmark after the change: 2.95e-5).
 """
-import json
 import math
 import os
-import struct
 import sys
 from pathlib import Path
 
@@ -48,18 +48,20 @@ def find_model() -> Path:
 
 
 def load_tensors(path: Path):
-    raw = path.read_bytes()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    base = 8 + n
+    """A lookup of the model's float32 tensors by name suffix (the safetensors library's reader;
+    gelukit's own C++ reader, runtime/src/safetensors.cpp, is what the benchmark uses)."""
+    try:
+        from safetensors.numpy import load_file
+    except ImportError:
+        sys.exit("this script needs the safetensors package: .venv/bin/python3 -m pip install safetensors")
+    tensors = load_file(str(path))
 
     def tensor(suffix: str) -> np.ndarray:
-        for key, entry in header.items():
+        for key, value in tensors.items():
             if key.endswith(suffix):
-                if entry["dtype"] != "F32":
-                    sys.exit(f"{key}: dtype {entry['dtype']}, expected F32")
-                begin, end = entry["data_offsets"]
-                return np.frombuffer(raw[base + begin:base + end], dtype=np.float32).reshape(entry["shape"])
+                if value.dtype != np.float32:
+                    sys.exit(f"{key}: dtype {value.dtype}, expected float32")
+                return value
         sys.exit(f"tensor *{suffix} not in {path}")
 
     return tensor
