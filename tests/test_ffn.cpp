@@ -782,44 +782,30 @@ TEST(FfnHanded, G47_AccumulationPrecision) {
 // schedule file: k_block 4096 over an m block of 32 rows, 27 with AVX-512's 9-row tiles) blocks
 // of 128 inside one K block.
 TEST(FfnAccuracy, PartialSumsBeatOneFmaChain) {
-    const int64_t m = 8, k = 3072, n = 48;
+    Problem p;
+    p.kind = FfnKind::LinearGelu, p.M = 8, p.d_model = 3072, p.d_ff = 48, p.bias = false;
+    const int64_t k = p.d_model;
     std::mt19937 rng(20261206);
     std::uniform_real_distribution<float> d(0.5f, 1.5f);
-    std::vector<float> h(std::size_t(m * k)), w1(std::size_t(n * k));
-    for (float &v : h) v = d(rng);
-    for (float &v : w1) v = d(rng);
-    FeedForwardWeights w;
-    w.w1 = TensorView::contiguous(w1.data(), DType::F32, {n, k});
-    auto run = [&](Schedule s) {
-        FeedForwardOptions o;
-        o.kind = FfnKind::LinearGelu;
-        o.schedule = s;
-        std::vector<float> out(std::size_t(m * n));
-        FeedForward(w, o).forward(TensorView::contiguous(h.data(), DType::F32, {m, k}),
-                                  TensorView::contiguous(out.data(), DType::F32, {m, n}));
-        return out;
-    };
-    std::vector<double> z(std::size_t(m * n));
-    double bound = 0;
-    for (int64_t r = 0; r < m; r++) {
-        for (int64_t c = 0; c < n; c++) {
-            double sum = 0;
-            for (int64_t i = 0; i < k; i++) {
-                sum += double(h[std::size_t(r * k + i)]) * double(w1[std::size_t(c * k + i)]);
-            }
-            // GELU(z) = z to far below double precision here (z > 1000: Phi(z) = 1 - tiny).
-            z[std::size_t(r * n + c)] = sum;
-            bound = std::max(bound, double(k) * 0x1p-24 * sum);  // gamma_K * sum |products|
-        }
+    for (auto [x, n] : {std::pair{&p.h, p.M * k}, std::pair{&p.w1, p.d_ff * k}}) {
+        x->resize(std::size_t(n));
+        for (float &v : *x) v = d(rng);
     }
-    auto max_error = [&](const std::vector<float> &y) {
+    // GELU(z) = z to far below double precision here (z > 1000: Phi(z) = 1 - tiny).
+    const std::vector<double> z = reference(p).y;
+    double bound = 0;
+    for (double v : z) {
+        bound = std::max(bound, double(k) * 0x1p-24 * v);  // gamma_K * sum |products|
+    }
+    auto max_error = [&](Schedule s) {
+        const std::vector<double> y = run(p, s);
         double e = 0;
         for (std::size_t i = 0; i < y.size(); i++) {
-            e = std::max(e, std::fabs(double(y[i]) - z[i]));
+            e = std::max(e, std::fabs(y[i] - z[i]));
         }
         return e;
     };
-    const double err_naive = max_error(run(Schedule::Naive));
+    const double err_naive = max_error(Schedule::Naive);
     EXPECT_GT(err_naive, 0.0) << "the one-chain reference sum came out exact: the case probes nothing";
     std::vector<Schedule> schedules{Schedule::Hand};
     for (const FfnKernelInfo &info : ffn_kernels()) {
@@ -829,9 +815,9 @@ TEST(FfnAccuracy, PartialSumsBeatOneFmaChain) {
         }
     }
     for (Schedule s : schedules) {
-        const double err = max_error(run(s));
+        const double err = max_error(s);
         const char *name = s == Schedule::Hand ? "hand" : "tuned";
-        std::cout << dispatched_isa() << ", max |error| over " << m * n << " outputs (K = " << k << ", each ~" << k
+        std::cout << dispatched_isa() << ", max |error| over " << z.size() << " outputs (K = " << k << ", each ~" << k
                   << "): " << name << " (partial sums) " << err << ", naive (one chain) " << err_naive
                   << ", K-scaled bound " << bound << "\n";
         EXPECT_LT(err, 0.5 * err_naive) << name << " (partial sums) " << err << ", naive (one chain) " << err_naive;
