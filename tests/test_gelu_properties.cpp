@@ -191,6 +191,35 @@ TEST(KernelProperties, ScaledForm) {
     EXPECT_NEAR(forward_f32(0.5f, huge), 0.25f, 3e-5f);  // towards the x/2 limit (0.25 + 2.4e-5)
 }
 
+TEST(KernelProperties, InfiniteDyTimesNonzeroGradient) {
+    // dx = dy * GELU'(x) with dy = +-inf is +-inf (sign of dy times sign of GELU') wherever
+    // GELU'(x) != 0: at x = +-0 (GELU' = 1/2), next to 0, on both sides of the root and far out.
+    // A kernel that lets fast-math distribute dy over a sum (dy (1 - w) -> dy - dy w) gets
+    // inf - inf = NaN instead (the float32 tanh gradient did at x = +-0; review, 2026-12-07).
+    const float xs_f[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 0.5f, -0.5f, 1.0f, -1.0f, 3.0f, -3.0f, 9.0f, -9.0f};
+    for (Math m : {Math::Accurate, Math::Fast}) {
+        for (Form f : {Form::Erf, Form::Tanh, Form::Sigmoid}) {
+            GeluOptions o;
+            o.form = f;
+            o.math = m;
+            std::vector<uint32_t> xs, dys;
+            for (float x : xs_f) {
+                for (float dy : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {
+                    xs.push_back(float_to_bits(x));
+                    dys.push_back(float_to_bits(dy));
+                }
+            }
+            std::vector<uint32_t> got = run_backward(xs, dys, DType::F32, o);
+            for (size_t i = 0; i < xs.size(); i++) {
+                const double x = bits_to_double(xs[i], DType::F32), dy = bits_to_double(dys[i], DType::F32);
+                const uint32_t want = round_to_bits(times(dy, gelu_grad_ref(f, x, 1.0)), DType::F32);
+                EXPECT_EQ(got[i], want) << (m == Math::Fast ? "fast " : "acc ") << form_name(f) << " x=" << x
+                                        << " dy=" << dy << std::hex << " got 0x" << got[i] << " want 0x" << want;
+            }
+        }
+    }
+}
+
 TEST(KernelProperties, GradientTailTimesLargeDy) {
     // dx = dy * GELU'(x) far in the negative tail: GELU'(x) is tiny (1e-80 and below) but a
     // large dy makes the product a normal or subnormal float32, so the kernels must evaluate

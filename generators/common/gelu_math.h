@@ -173,11 +173,12 @@ inline Halide::Expr exp2_neg_min64(const Halide::Expr &n) {
 // included:
 //   a = v 2^{-min(n, 64)}           exact and normal (|a| >= 2^-88);
 //   b = dy a                        the one rounding of a normal result; no overflow where the
-//                                   true product is finite (n <= 64: a = GELU'(x), |a| < 0.2;
+//                                   true product is finite (n <= 64: a = GELU'(x), |a| <= 1/2;
 //                                   n > 64: |a| <= 2^-54);
 //   b 2^{-(n - min(n, 64))}         as ldexp_neg (two normal factors of at most 2^-126): exact
 //                                   unless the result is subnormal, then rounded (once, or twice
-//                                   -- at most one subnormal ULP more -- where b is subnormal).
+//                                   -- at most one subnormal ULP more -- where b s1 is
+//                                   subnormal already).
 // Multiplying GELU'(x) = v 2^-n first and dy afterwards (as before) lost everything below
 // float32's smallest subnormal: dx was +-0 beyond x ~ -13.3 (erf), -10.2 (tanh), -54 (sigmoid)
 // whatever dy. a and the products are pinned (mask: all ones on the lanes whose result is
@@ -361,15 +362,18 @@ inline Halide::Expr gelu_erf_f32(const Halide::Expr &x, const Halide::Expr &inv_
     if (!dy.defined()) {
         throw std::logic_error("gelu_erf_f32: the float32 gradient is formed times dy");
     }
-    // w = phi(t) (M(t) - t) = w_mant 2^-n < 0; GELU'(x) = 1 - w for z >= 0, w for z < 0.
+    // w = phi(t) (M(t) - t) = w_mant 2^-n (< 0 beyond the root, t > 0.7518); GELU'(x) = 1 - w
+    // for z >= 0, w for z < 0.
     // Beyond t = 20 the clamped t gives dy GELU'(-20) (-1.1e-86 dy): +-0 of the true product's
     // sign for every finite dy (3.7e-48 at FLT_MAX), and -+inf (the limit) for dy = +-inf, as the
     // float64 path's -1e-300 (tail_gradient), without a select.
     Expr w_mant = e * (p - k(t, inv_sqrt_2pi) * t_abs);
     Expr w = w_mant * exp2_neg_min64(n);  // = w where n <= 64; |w| < 2^-56 beyond (1 - w = 1)
     Expr neg = times_ldexp_neg(dy, w, n, mask);
-    // z = +-0: exactly 1/2 (see gelu_erf_f64). z >= 0 holds for -0.
-    Expr pos = dy * select(t_abs == k(t, 0.0), k(t, 0.5), k(t, 1.0) - w);
+    // z = +-0: exactly 1/2 (see gelu_erf_f64). z >= 0 holds for -0. GELU' here is >= 0, so the
+    // mask (which clears the sign bit where x >= 0) leaves it alone; the pin keeps fast-math from
+    // distributing dy over 1 - w (dy - dy w: inf - inf = NaN for dy = +-inf).
+    Expr pos = dy * pin(select(t_abs == k(t, 0.0), k(t, 0.5), k(t, 1.0) - w), mask);
     return select(z >= k(t, 0.0), pos, neg);
 }
 
@@ -423,7 +427,7 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
         v = k(t, 1.702) * xc;
         dv = k(t, 1.702);
     }
-    // e^{-|v|}: float64 by exp_neg_f64 (|v| <= 218). In float32 |v| <= 142.5 goes to 2^-17
+    // e^{-|v|}: float64 by exp_neg_f64 (|v| <= 218). In float32 |v| <= 218.2 goes to 2^-17
     // fixed point (A < 2^25; A is even above 2^24, so float32 holds it exactly): exact where the
     // float32 spacing of |v| is >= 2^-17, and the remainder is carried exactly in a_lo otherwise.
     if (f64) {
@@ -467,7 +471,10 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     // dy = +-inf, as the float64 path's tail_gradient, without a select.
     Expr mask = reinterpret(UInt(32), x) | detail::u32(0x7FFFFFFFu);  // all ones (pin) where x < 0
     Expr neg = detail::times_ldexp_neg(dy, core64, e.n, mask);
-    return select(positive, dy * g_pos, neg);
+    // g_pos >= 0, which the mask (sign bit cleared where x >= 0) leaves alone: pinned, so that
+    // fast-math cannot distribute dy over its sum (tanh at x = +-0 with dy = +-inf gave
+    // inf * 0 = NaN: found by review, 2026-12-07).
+    return select(positive, dy * detail::pin(g_pos, mask), neg);
 }
 
 // Special values, classified on the storage type's own bit pattern: immune to fast-math's

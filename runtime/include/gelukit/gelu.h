@@ -12,7 +12,9 @@
 // The default form is Form::Erf (exact), as in PyTorch and TensorFlow (JAX defaults to tanh).
 //
 // Special values: NaN -> NaN; +inf -> +inf (gradient 1); -inf -> -0.0 (the limit; gradient
-// -0.0). PyTorch returns NaN for GELU(-inf) (it evaluates -inf * 0); gelukit returns the limit.
+// -0.0, so dx = -0 times dy's sign; for dy = +-inf, NaN with Math::Accurate, -+inf, the limit
+// of dy GELU'(x), with Math::Fast and on CUDA). PyTorch returns NaN for GELU(-inf) (it
+// evaluates -inf * 0); gelukit returns the limit.
 // Subnormal outputs are produced, never flushed to zero.
 //
 // Accuracy (float32 ULPs against the value computed in double and rounded once; see README):
