@@ -172,16 +172,16 @@ inline Halide::Expr exp2_neg_min64(const Halide::Expr &n) {
 // n > 64, as in every tail here), n in [0, 316] and any dy, +-inf (-> +-inf) and subnormals
 // included:
 //   a = v 2^{-min(n, 64)}           exact and normal (|a| >= 2^-88);
-//   b = dy a                        the one rounding of a normal result; no overflow where the
+//   b = dy a                        one rounding (subnormal only for a tiny dy); no overflow where the
 //                                   true product is finite (n <= 64: a = GELU'(x), |a| <= 1/2;
 //                                   n > 64: |a| <= 2^-54);
 //   b 2^{-(n - min(n, 64))}         as ldexp_neg (two normal factors of at most 2^-126): exact
 //                                   unless the result is subnormal, then rounded (once, or twice
 //                                   -- at most one subnormal ULP more -- where b s1 is
 //                                   subnormal already).
-// Multiplying GELU'(x) = v 2^-n first and dy afterwards (as before) lost everything below
-// float32's smallest subnormal: dx was +-0 beyond x ~ -13.3 (erf), -10.2 (tanh), -54 (sigmoid)
-// whatever dy. a and the products are pinned (mask: all ones on the lanes whose result is
+// Multiplying GELU'(x) = v 2^-n first and dy afterwards (as before) lost precision once GELU'
+// was subnormal (beyond x ~ -13.3 erf, -10.2 tanh, -54 sigmoid) and everything once it
+// underflowed (dx = +-0 whatever dy, from about -14.5 / -10.9 / -64). a and the products are pinned (mask: all ones on the lanes whose result is
 // used): without the pin on a, LLVM distributed dy over a's last factor (dy ev inv (1 + c) became
 // dy ev inv + (dy ev inv) c: inf - inf = NaN for dy = +-inf); without the one after the first
 // scale factor it multiplied the two factors first (2^-(n-64) = 0 beyond n = 213: dx = 0, and
@@ -569,7 +569,8 @@ inline Halide::Expr gelu_eval(const Halide::Expr &x_storage, GeluForm form, bool
     // sigmoid forms' +-lim): dy (1 - tiny) = dy, and dy GELU'(-lim) = -0 times dy's sign for
     // every finite dy. Only x = -inf with dy = +-inf differs: -+inf (the limit of dy GELU'(x)
     // as x -> -inf) rather than NaN. That saves the selects (and a -0 that no-signed-zeros
-    // fast-math folded into +0 when written as dy * -0): ~5 of ~80 instructions per vector.
+    // fast-math folded into +0 when written as dy * -0): ~5 instructions per 16 elements (the
+    // AVX-512 loops have 75 / 76 / 72 for erf / tanh / sigmoid).
     if (f32_grad) {
         return v;
     }

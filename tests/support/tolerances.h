@@ -49,7 +49,8 @@ inline int64_t ulp_tolerance(Math math, Direction dir, DType dt, Form form) {
 // |v| = 204), that exceeds the bounds above. Measured over every float32 x in [-14.5, -2] (tanh)
 // and [-125, -5] (sigmoid), dy = 3e38 and dy = 1 (gelu_math.h, 2026-12-07): at most 2.91 |v|
 // (tanh) and 1.58 |v| ULP (sigmoid) with maxima 405 and 166 ULP on avx512_zen4 / avx2, and
-// 3.07 |v| (tanh, 443 ULP at x = -12.39) on sse41, which has no FMA; the bound allows 3.5 |v|
+// 3.07 |v| (tanh, 401 ULP at x = -11.62; up to 443 ULP at -12.39) on sse41, which has no FMA;
+// (the 2.91 and 1.58 fall at x = -2.14 and -5.22, under the flat bounds). The bound allows 3.5 |v|
 // and 1.75 |v|, with |x| capped where the kernels stop evaluating (beyond, every finite dy
 // gives +-0 and the bound does not matter).
 inline int64_t fast_sigma_backward_ulp_tolerance(Form form, double x) {
