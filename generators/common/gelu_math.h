@@ -126,13 +126,19 @@ inline SplitExp exp_neg_f32(const Halide::Expr &a_fixed, const Halide::Expr &a_l
 // 2^{-n} may be subnormal, so scale in two steps of at most 2^-125 each; the first step is exact,
 // the second rounds once. (The scale factors come from integer ops, so fast-math has no constant
 // to fold them into.)
-inline Halide::Expr ldexp_neg(const Halide::Expr &v, const Halide::Expr &n) {
+inline Halide::Expr pin(const Halide::Expr &v, const Halide::Expr &mask);  // below
+
+inline Halide::Expr ldexp_neg(const Halide::Expr &v, const Halide::Expr &n,
+                              const Halide::Expr &mask = Halide::Expr()) {
     using namespace Halide;
     Expr n1 = n >> 1;  // n >= 0
     Expr n2 = n - n1;
     Expr s1 = reinterpret(Float(32), (127 - n1) << 23);
     Expr s2 = reinterpret(Float(32), (127 - n2) << 23);
-    return (v * s1) * s2;
+    Expr first = v * s1;
+    // With a mask (see pin below), the first product is pinned so that fast-math cannot form
+    // s1 * s2 first (0 beyond n = 149; times_ldexp_neg needs this).
+    return (mask.defined() ? pin(first, mask) : first) * s2;
 }
 
 // 1/d for d in [1, 2^30], correctly rounded: a plain division in both float32 and float64.
@@ -190,11 +196,7 @@ inline Halide::Expr times_ldexp_neg(const Halide::Expr &dy, const Halide::Expr &
                                     const Halide::Expr &mask) {
     using namespace Halide;
     Expr b = pin(dy * pin(a, mask), mask);
-    Expr nb = max(n, 64) - 64;  // <= 252
-    Expr n1 = nb >> 1;
-    Expr s1 = reinterpret(Float(32), (127 - n1) << 23);
-    Expr s2 = reinterpret(Float(32), (127 - (nb - n1)) << 23);
-    return pin(b * s1, mask) * s2;
+    return ldexp_neg(b, max(n, 64) - 64, mask);  // n - min(n, 64) <= 252
 }
 
 // |v| by clearing the sign bit (one AND; LLVM lowered abs of a widened float64 value to a
