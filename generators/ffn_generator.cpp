@@ -117,8 +117,7 @@ Expr silu_f32(const Expr &x) {
     const double lim = 110.0;
     Expr xc = clamp(x, k(t, -lim), k(t, lim));
     Expr ax = abs(xc);
-    Expr A = cast<int>(round(ax * k(t, 131072.0)));  // <= 1.45e7 < 2^24: exact in float32
-    gelukit::detail::SplitExp e = gelukit::detail::exp_neg_f32(A, ax - cast<float>(A) * k(t, 1.0 / 131072.0));
+    gelukit::detail::SplitExp e = gelukit::detail::exp_neg_f32(ax);  // ax 2^17 <= 1.45e7 < 2^24
     Expr ev = gelukit::detail::ldexp_neg(e.mant, e.n);
     Expr inv = gelukit::detail::reciprocal(k(t, 1.0) + ev, t);
     Expr y_neg = gelukit::detail::ldexp_neg(xc * e.mant * inv, e.n);

@@ -108,7 +108,7 @@ inline Halide::Expr exp_neg_f64(const Halide::Expr &a, bool fine) {
     return reinterpret(t, reinterpret(Int(64), mant) - (cast<int64_t>(n) << 52));
 }
 
-inline SplitExp exp_neg_f32(const Halide::Expr &a_fixed, const Halide::Expr &a_lo) {
+inline SplitExp exp_neg_f32_fixed(const Halide::Expr &a_fixed, const Halide::Expr &a_lo) {
     using namespace Halide;
     const Type t = Float(32);
     const double ln2 = 0.693147180559945309417;
@@ -116,17 +116,42 @@ inline SplitExp exp_neg_f32(const Halide::Expr &a_fixed, const Halide::Expr &a_l
     const double ln2_lo = ln2 - ln2_hi_q16 / 65536.0;      // 1.4286068e-6
     const double q = 1.0 / 131072.0;                       // 2^-17
     Expr a_hi = cast<float>(a_fixed) * k(t, q);
-    Expr n = cast<int>(round(a_hi * k(t, 1.0 / ln2)));
+    // round(a_hi / ln2) as a truncation of a_hi / ln2 + 1/2 (a_hi >= 0): one FMA and one
+    // vcvttps2dq. Halide's round() became, on AVX-512, two 256-bit vrndscaleps with an extract
+    // and an insert before the conversion (5 instructions; seen in the assembly, 2026-12-07).
+    Expr n = cast<int>(a_hi * k(t, 1.0 / ln2) + k(t, 0.5));
     Expr r_hi = cast<float>(a_fixed - n * (2 * ln2_hi_q16)) * k(t, q);
     Expr r = r_hi - cast<float>(n) * k(t, ln2_lo) + a_lo;
     return {horner(-r, inv_factorials(), 8, t), n};
+}
+
+inline Halide::Expr pin(const Halide::Expr &v, const Halide::Expr &mask);  // below
+
+// e^{-a} for a float32 0 <= a <= 256, or of a + a_lo with a_lo a small correction (e.g. the
+// rounding error of a computed argument; then mask, see pin, must be all ones wherever the
+// result is used). The fixed-point split: A = floor(a 2^17) by truncation (one multiply by a
+// power of two and one vcvttps2dq; Halide's round() became two 256-bit vrndscaleps with an
+// extract and an insert, 5 instructions on AVX-512, seen in the assembly, 2026-12-07), so
+// rem = a - A 2^-17 is exact (A 2^-17 is a float32 within 2^-17 below a: Sterbenz, or 0 < a <
+// 2^-16, where A = 0) and in [0, 2^-17). With a_lo, rem is pinned: fast-math otherwise summed
+// a + a_lo first (rounded to |a| 2^-24: the very error a_lo is there to remove) and subtracted
+// A 2^-17 afterwards; rem >= 0, so a mask that clears only the sign bit keeps it.
+inline SplitExp exp_neg_f32(const Halide::Expr &a, const Halide::Expr &a_lo = Halide::Expr(),
+                            const Halide::Expr &mask = Halide::Expr()) {
+    using namespace Halide;
+    const Type t = Float(32);
+    Expr A = cast<int>(a * k(t, 131072.0));
+    Expr rem = a - cast<float>(A) * k(t, 1.0 / 131072.0);
+    if (!a_lo.defined()) {
+        return exp_neg_f32_fixed(A, rem);
+    }
+    return exp_neg_f32_fixed(A, pin(rem, mask) + a_lo);
 }
 
 // float32 v * 2^{-n} rounded once, for n in [0, 250] and v a normal value of magnitude >~ 2^-20.
 // 2^{-n} may be subnormal, so scale in two steps of at most 2^-125 each; the first step is exact,
 // the second rounds once. (The scale factors come from integer ops, so fast-math has no constant
 // to fold them into.)
-inline Halide::Expr pin(const Halide::Expr &v, const Halide::Expr &mask);  // below
 
 inline Halide::Expr ldexp_neg(const Halide::Expr &v, const Halide::Expr &n,
                               const Halide::Expr &mask = Halide::Expr()) {
@@ -398,8 +423,10 @@ inline Halide::Expr gelu_erf(const Halide::Expr &x32, const Halide::Expr &inv_s,
 // the tail e^{-|v|} times |x| is below float32's smallest subnormal, so the clamp changes no
 // result; results on the negative side beyond it are -0.
 //  Accurate (f64): within 1 float32 ULP of the formula evaluated in double.
-//  Fast (f32): v carries a rounding error of |v| * 2^-24, which the tail amplifies to up to
-//  ~|v| ULP for large negative x (documented in the README's accuracy table). The float32
+//  Fast (f32): the tanh form's v carries float32 rounding errors of a few |v| 2^-24, which
+//  e^{-|v|} turns into as many ULP for large negative x (up to 215 ULP forward, README accuracy
+//  table; an exact v would need a double-float cubic, ~15 more ops per vector). The sigmoid
+//  form's |v| = 1.702|x| enters e^{-|v|} as an exact sum (5 ops; <= 4 ULP forward). The float32
 //  gradient needs dy and returns dx = dy GELU'(x) (on the negative side formed as
 //  (dy core) 2^-n by times_ldexp_neg, as in gelu_erf_f32).
 inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradient, const Halide::Type &t,
@@ -445,17 +472,36 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
         // x = +-0: exactly 1/2 (the exp's tie bias would give 1/2 + 2^-41; see gelu_erf_f64).
         return select(x == k(t, 0.0), k(t, 0.5), positive, g_pos, below, tail_gradient(), g_neg);
     }
-    Expr A = cast<int>(round(abs(v) * k(t, 131072.0)));
-    detail::SplitExp e = detail::exp_neg_f32(A, abs(v) - cast<float>(A) * k(t, 1.0 / 131072.0));
+    Expr mask = reinterpret(UInt(32), x) | detail::u32(0x7FFFFFFFu);  // all ones (pin) where x < 0
+    detail::SplitExp e;
+    if (form == GeluForm::Sigmoid) {
+        // |v| = 1.702 |x| as an unevaluated sum p + low, so that e^{-|v|} does not inherit the
+        // rounding of v (|v| 2^-24, up to 84 ULP of the result at |v| ~ 119 before): 1.702 =
+        // c_hi + c_lo with c_hi = 3486 / 2048 (12 significant bits) and |x| = x_hi + x_lo with
+        // x_hi its 12 leading bits (an integer AND), so p = c_hi x_hi and c_hi x_lo are exact
+        // (12 x 12 bits); low = c_hi x_lo + c_lo |x| is below 2^-10 |v| and its rounding below
+        // 2^-34 |v|. exp_neg_f32 pins its exact remainder of p so that fast-math does not sum
+        // p + low first; the remainder is >= 0, which the mask leaves alone on either side.
+        const double c_hi = 3486.0 / 2048.0;
+        Expr ax = abs(xc);
+        Expr x_hi = reinterpret(t, reinterpret(UInt(32), ax) & detail::u32(0xFFFFF000u));
+        Expr low = k(t, c_hi) * (ax - x_hi) + k(t, 1.702 - c_hi) * ax;
+        e = detail::exp_neg_f32(k(t, c_hi) * x_hi, low, mask);
+    } else {
+        e = detail::exp_neg_f32(abs(v));
+    }
     Expr positive = v >= k(t, 0.0);
 
     if (!gradient) {
-        Expr below = x < k(t, -lim);
         Expr ev = detail::ldexp_neg(e.mant, e.n);  // e^{-|v|}; may underflow in float32, harmlessly
         Expr inv = detail::reciprocal(k(t, 1.0) + ev, t);
         Expr y_pos = x * inv;
-        Expr y_neg = detail::ldexp_neg(xc * e.mant * inv, e.n);
-        return select(x == k(t, 0.0), x, positive, y_pos, below, k(t, -0.0), y_neg);
+        // x e^{-|v|} / (1 + e^{-|v|}) with 2^-n applied last in two normal steps, the first
+        // product pinned (otherwise LLVM formed 2^-n first: subnormal for n > 126, flushed under
+        // DAZ, and 0 beyond n = 149, where |x| e^{-|v|} can still be a subnormal result). Below
+        // -lim the clamped xc gives -0 (see lim), so x < -lim needs no select.
+        Expr y_neg = detail::ldexp_neg(xc * e.mant * inv, e.n, mask);
+        return select(x == k(t, 0.0), x, positive, y_pos, y_neg);
     }
     if (!dy.defined()) {
         throw std::logic_error("gelu_sigma: the float32 gradient is formed times dy");
@@ -471,7 +517,6 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     // Beyond -lim the clamped xc gives dy GELU'(-lim): below half the smallest subnormal for
     // every finite dy (see lim), so +-0 of the true product's sign, and -+inf (the limit) for
     // dy = +-inf, as the float64 path's tail_gradient, without a select.
-    Expr mask = reinterpret(UInt(32), x) | detail::u32(0x7FFFFFFFu);  // all ones (pin) where x < 0
     Expr neg = detail::times_ldexp_neg(dy, core64, e.n, mask);
     // g_pos >= 0, which the mask (sign bit cleared where x >= 0) leaves alone: pinned, so that
     // fast-math cannot distribute dy over its sum (tanh at x = +-0 with dy = +-inf gave
