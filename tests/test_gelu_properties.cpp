@@ -96,6 +96,36 @@ TEST(KernelProperties, ValuesAndIdentities) {
     EXPECT_TRUE(std::isnan(backward_f32(1.0f, NAN)));
 }
 
+// Far in the negative tail GELU(x) underflows to -0 and dy GELU'(x) to -0 times dy's sign,
+// for every finite x (the kernels clamp x before x^3 or e^{-|v|} could overflow, and the
+// float32 tanh/sigmoid forward relies on the clamped value rounding to -0 rather than a select,
+// gelu_math.h): bit-exact signed zeros, which ulp_distance (+0 == -0) does not check.
+TEST(KernelProperties, NegativeTailGivesSignedZero) {
+    const float xs[] = {-100.0f, -130.0f, -1e4f, -1e10f, -3e38f, -std::numeric_limits<float>::max()};
+    for (Math m : {Math::Accurate, Math::Fast}) {
+        for (Form f : {Form::Erf, Form::Tanh, Form::Sigmoid}) {
+            GeluOptions o;
+            o.form = f;
+            o.math = m;
+            std::vector<uint32_t> x_bits, one, minus_one;
+            for (float x : xs) {
+                x_bits.push_back(float_to_bits(x));
+                one.push_back(float_to_bits(1.0f));
+                minus_one.push_back(float_to_bits(-1.0f));
+            }
+            const std::vector<uint32_t> y = run_forward(x_bits, DType::F32, o);
+            const std::vector<uint32_t> dx_pos = run_backward(x_bits, one, DType::F32, o);
+            const std::vector<uint32_t> dx_neg = run_backward(x_bits, minus_one, DType::F32, o);
+            for (size_t i = 0; i < x_bits.size(); i++) {
+                const char *mn = m == Math::Fast ? "fast " : "acc ";
+                EXPECT_EQ(y[i], 0x80000000u) << mn << form_name(f) << " forward x=" << xs[i];
+                EXPECT_EQ(dx_pos[i], 0x80000000u) << mn << form_name(f) << " backward dy=1 x=" << xs[i];
+                EXPECT_EQ(dx_neg[i], 0x00000000u) << mn << form_name(f) << " backward dy=-1 x=" << xs[i];
+            }
+        }
+    }
+}
+
 TEST(KernelProperties, ApproximationsStayWithinTheirKnownDistanceOfExact) {
     // tanh form within 4.73e-4 of exact GELU, sigmoid form within 0.0203 (gelu-reference.md).
     GeluOptions tanh_o, sig_o;

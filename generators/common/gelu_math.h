@@ -69,16 +69,19 @@ inline Halide::Expr horner(const Halide::Expr &x, const double *c, int n, const 
     return r;
 }
 
-// e^{-a} = mant * 2^{-n}, n = round(a / ln 2), mant = e^{-r}, r = a - n ln2 in [-0.35, 0.35]
+// e^{-a} = mant * 2^{-n}, n = round(a / ln 2), mant = e^{-r}, r = a - n ln2
 // (float32 kernels; the float64 ones use exp_neg_f64 below).
 // a = A * 2^-17 + a_lo with A an integer (A < 2^25, so a_hi = A*2^-17 <= 256 is exact)
-//   and |a_lo| tiny. The Cody-Waite reduction a_hi - n*ln2_hi is done in int32 fixed point:
+//   and a_lo small. The Cody-Waite reduction a_hi - n*ln2_hi is done in int32 fixed point:
 //   ln2_hi = 45426 * 2^-16, so a_hi - n*ln2_hi = (A - 2*n*45426) * 2^-17 exactly. Integer
 //   arithmetic is immune to fast-math reassociation, which would otherwise fold ln2_hi + ln2_lo
 //   back into one rounded ln2 (~25 ULP at n = 150), without any extra float op.
-//   Taylor degree 7, truncation 5.3e-9 (0.09 ULP).
+//   Taylor degree 7. With a_lo in [0, 2^-17) (exp_neg_f32 without a correction) r is in
+//   [-0.35, 0.35], mant in [0.70, 1.42], truncation 5.3e-9 (0.09 ULP); with the sigmoid form's
+//   correction of |v| (a_lo up to ~(-0.018, 0.053) at |x| = 120) r reaches ~[-0.365, 0.40],
+//   mant [0.67, 1.44], truncation ~1.6e-8 (0.27 ULP; the kernel's measured maximum stays 4 ULP).
 struct SplitExp {
-    Halide::Expr mant;  // in [0.70, 1.42]
+    Halide::Expr mant;  // e^{-r}, see above
     Halide::Expr n;     // Int(32), >= 0
 };
 
@@ -128,14 +131,16 @@ inline SplitExp exp_neg_f32_fixed(const Halide::Expr &a_fixed, const Halide::Exp
 inline Halide::Expr pin(const Halide::Expr &v, const Halide::Expr &mask);  // below
 
 // e^{-a} for a float32 0 <= a <= 256, or of a + a_lo with a_lo a small correction (e.g. the
-// rounding error of a computed argument; then mask, see pin, must be all ones wherever the
-// result is used). The fixed-point split: A = floor(a 2^17) by truncation (one multiply by a
-// power of two and one vcvttps2dq; Halide's round() became two 256-bit vrndscaleps with an
-// extract and an insert, 5 instructions on AVX-512, seen in the assembly, 2026-12-07), so
-// rem = a - A 2^-17 is exact (A 2^-17 is a float32 within 2^-17 below a: Sterbenz, or 0 < a <
-// 2^-16, where A = 0) and in [0, 2^-17). With a_lo, rem is pinned: fast-math otherwise summed
-// a + a_lo first (rounded to |a| 2^-24: the very error a_lo is there to remove) and subtracted
-// A 2^-17 afterwards; rem >= 0, so a mask that clears only the sign bit keeps it.
+// rounding error of a computed argument; then a mask, see pin, is needed that leaves a
+// non-negative float alone wherever the result is used: all ones, or all ones but the sign
+// bit). The fixed-point split: A = floor(a 2^17) by truncation (one multiply by a power of
+// two and one vcvttps2dq; Halide's round() became two 256-bit vrndscaleps with an extract and
+// an insert, 5 instructions on AVX-512, seen in the assembly, 2026-12-07), so
+// rem = a - A 2^-17 is exact and in [0, 2^-17): where a 2^17 >= 2^23 it is an integer already
+// (rem = 0); below, A < 2^23 converts exactly, and a - A 2^-17 is exact by Sterbenz where
+// A >= 1 (A 2^-17 <= a < 2 A 2^-17) and trivially where A = 0 (a < 2^-17). With a_lo, rem is
+// pinned: fast-math otherwise summed a + a_lo first (rounded to |a| 2^-24: the very error
+// a_lo is there to remove) and subtracted A 2^-17 afterwards.
 inline SplitExp exp_neg_f32(const Halide::Expr &a, const Halide::Expr &a_lo = Halide::Expr(),
                             const Halide::Expr &mask = Halide::Expr()) {
     using namespace Halide;
@@ -426,7 +431,8 @@ inline Halide::Expr gelu_erf(const Halide::Expr &x32, const Halide::Expr &inv_s,
 //  Fast (f32): the tanh form's v carries float32 rounding errors of a few |v| 2^-24, which
 //  e^{-|v|} turns into as many ULP for large negative x (up to 215 ULP forward, README accuracy
 //  table; an exact v would need a double-float cubic, ~15 more ops per vector). The sigmoid
-//  form's |v| = 1.702|x| enters e^{-|v|} as an exact sum (5 ops; <= 4 ULP forward). The float32
+//  form's |v| = 1.702|x| enters e^{-|v|} as a hi + lo sum accurate to ~2^-34 |v| (5 ops;
+//  <= 4 ULP forward over all inputs). The float32
 //  gradient needs dy and returns dx = dy GELU'(x) (on the negative side formed as
 //  (dy core) 2^-n by times_ldexp_neg, as in gelu_erf_f32).
 inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradient, const Halide::Type &t,
@@ -475,13 +481,15 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     Expr mask = reinterpret(UInt(32), x) | detail::u32(0x7FFFFFFFu);  // all ones (pin) where x < 0
     detail::SplitExp e;
     if (form == GeluForm::Sigmoid) {
-        // |v| = 1.702 |x| as an unevaluated sum p + low, so that e^{-|v|} does not inherit the
-        // rounding of v (|v| 2^-24, up to 84 ULP of the result at |v| ~ 119 before): 1.702 =
+        // |v| = 1.702 |x| as an unevaluated sum p + low (within ~2^-34 |v| of the exact
+        // product), so that e^{-|v|} does not inherit the rounding of a float32 v (|v| 2^-24,
+        // up to 81-84 ULP of the result before, 2026-12-07): 1.702 =
         // c_hi + c_lo with c_hi = 3486 / 2048 (12 significant bits) and |x| = x_hi + x_lo with
         // x_hi its 12 leading bits (an integer AND), so p = c_hi x_hi and c_hi x_lo are exact
         // (12 x 12 bits); low = c_hi x_lo + c_lo |x| is below 2^-10 |v| and its rounding below
-        // 2^-34 |v|. exp_neg_f32 pins its exact remainder of p so that fast-math does not sum
-        // p + low first; the remainder is >= 0, which the mask leaves alone on either side.
+        // 2^-34 |v| (c_lo's own float32 rounding adds ~2^-36 |v|). exp_neg_f32 pins its exact
+        // remainder of p so that fast-math does not sum p + low first; the remainder is >= 0,
+        // which the mask (all ones, or all but the sign bit where x >= 0) leaves alone.
         const double c_hi = 3486.0 / 2048.0;
         Expr ax = abs(xc);
         Expr x_hi = reinterpret(t, reinterpret(UInt(32), ax) & detail::u32(0xFFFFF000u));

@@ -157,8 +157,10 @@ SweepResult sweep_sampled(const SweepConfig &cfg, uint64_t samples) {
         in.push_back(static_cast<uint32_t>(b));
     }
     // Dense windows where kernels are most likely to go wrong: around 0 (subnormal outputs and
-    // the small-|x| branch), the erf tail (|x| in [5, 15]) and the gradient's root.
-    for (float center : {0.0f, 1e-38f, -1e-38f, -5.5f, -13.2f, -10.5f, -0.7518f, 0.75f, 2.27f, 15.0f}) {
+    // the small-|x| branch), the erf tail (|x| in [5, 15]), the gradient's root, and the
+    // sigmoid form's tail (-45, -65: |v| = 77, 111, where the float32 kernel's |v| must carry
+    // more than float32 precision; 2026-12-07).
+    for (float center : {0.0f, 1e-38f, -1e-38f, -5.5f, -13.2f, -10.5f, -0.7518f, 0.75f, 2.27f, 15.0f, -45.0f, -65.0f}) {
         uint32_t c = float_to_bits(center);
         for (uint32_t d = 0; d < scaled(8192u, 1024u); d++) {
             in.push_back(c + d);

@@ -37,7 +37,7 @@ inline int64_t ulp_tolerance(Math math, Direction dir, DType dt, Form form) {
     case Form::Tanh:
         return fwd ? 224 : 224;  // forward: exhaustive 215
     case Form::Sigmoid:
-        // forward: |v| = 1.702|x| enters e^{-|v|} as an exact sum since 2026-12-07 (gelu_math.h);
+        // forward: |v| = 1.702|x| enters e^{-|v|} as a hi + lo pair since 2026-12-07 (gelu_math.h);
         // before, its rounding gave up to 84 ULP. backward: the root window's cancellation.
         return fwd ? 6 : 128;
     }
@@ -63,9 +63,10 @@ inline int64_t cuda_fast_ulp_tolerance(Direction dir, DType dt, Form form) {
 // maximum of 405 ULP on avx512_zen4 / avx2, and 3.07 |v| (401 ULP at x = -11.62; up to 443 ULP
 // at -12.39) on sse41, which has no FMA (the 2.91 falls at x = -2.14, under the flat bound).
 // The bound allows 3.5 |v|, with |x| capped at 14 (beyond, every finite dy gives +-0 and the
-// bound does not matter). The sigmoid form, v = 1.702 x, forms |v| exactly (gelu_math.h): its
-// tail is within the flat bound (every float32 x in [-125, -2] with dy = 3e38: at most 7 ULP on
-// avx512_zen4, avx512_skylake, avx2 and sse41, 2026-12-07; it was 1.58 |v|, 166 ULP, before).
+// bound does not matter). The sigmoid form, v = 1.702 x, forms |v| as a hi + lo pair
+// (gelu_math.h): its tail is within the flat bound (every float32 x in [-125, -2] with
+// dy = 3e38: at most 7 ULP on avx512_zen4, avx512_skylake, avx2 and sse41, 2026-12-07; it was
+// 1.58 |v|, 166 ULP, before).
 inline int64_t fast_sigma_backward_ulp_tolerance(Form form, double x) {
     const int64_t flat = ulp_tolerance(Math::Fast, Direction::Backward, DType::F32, form);
     if (form != Form::Tanh) {
