@@ -101,12 +101,17 @@ TEST(KernelProperties, ValuesAndIdentities) {
 // float32 tanh/sigmoid forward relies on the clamped value rounding to -0 rather than a select,
 // gelu_math.h): bit-exact signed zeros, which ulp_distance (+0 == -0) does not check.
 TEST(KernelProperties, NegativeTailGivesSignedZero) {
-    const float xs[] = {-100.0f, -130.0f, -1e4f, -1e10f, -3e38f, -std::numeric_limits<float>::max()};
     for (Math m : {Math::Accurate, Math::Fast}) {
         for (Form f : {Form::Erf, Form::Tanh, Form::Sigmoid}) {
             GeluOptions o;
             o.form = f;
             o.math = m;
+            // The first x is inside every clamp of its form (erf t = 15 / 20, tanh 12 / 14,
+            // sigmoid 70 / 120), where the formula itself underflows: -14.7 (erf: |GELU| and
+            // |GELU'| ~ 1e-47), -11.5 (tanh: e^{-|v|} ~ 7e-56), -66 (sigmoid: e^{-|v|} ~ 2e-49).
+            const float inside = f == Form::Erf ? -14.7f : f == Form::Tanh ? -11.5f : -66.0f;
+            const std::vector<float> xs = {inside, -100.0f, -130.0f, -1e4f, -1e10f, -3e38f,
+                                           -std::numeric_limits<float>::max()};
             std::vector<uint32_t> x_bits, one, minus_one;
             for (float x : xs) {
                 x_bits.push_back(float_to_bits(x));

@@ -45,7 +45,7 @@ inline int64_t ulp_tolerance(Math math, Direction dir, DType dt, Form form) {
 }
 
 // The CUDA kernels are generated from the same gelu_math.h, but their results have not been
-// measured on a GPU since the sigmoid form's exact |v| (2026-12-07): they keep the bound they
+// measured on a GPU since the sigmoid form's hi + lo |v| (2026-12-07): they keep the bound they
 // were last run against (README, section CUDA) until they are.
 inline int64_t cuda_fast_ulp_tolerance(Direction dir, DType dt, Form form) {
     if (dt == DType::F32 && form == Form::Sigmoid && dir == Direction::Forward) {
