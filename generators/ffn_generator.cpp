@@ -120,11 +120,10 @@ Expr silu_f32(const Expr &x) {
     gelukit::detail::SplitExp e = gelukit::detail::exp_neg_f32(ax);  // ax 2^17 <= 1.45e7 < 2^24
     Expr ev = gelukit::detail::ldexp_neg(e.mant, e.n);
     Expr inv = gelukit::detail::reciprocal(k(t, 1.0) + ev, t);
-    // The first product pinned (mask all ones where x < 0), as in gelu_sigma: unpinned, LLVM may
-    // form 2^-n first (0 beyond n = 149; a host JIT of this function gave 0 for -1.0e-43 at
-    // x = -103.6, found by review 2026-12-07; the CUDA PTX happened to keep the order).
-    Expr mask = reinterpret(UInt(32), x) | gelukit::detail::u32(0x7FFFFFFFu);
-    Expr y_neg = gelukit::detail::ldexp_neg(xc * e.mant * inv, e.n, mask);
+    // The first product pinned, as in gelu_sigma: unpinned, LLVM may form 2^-n first (0 beyond
+    // n = 149; a host JIT of this function gave 0 for -1.0e-43 at x = -103.6, found by review
+    // 2026-12-07; the CUDA PTX happened to keep the order).
+    Expr y_neg = gelukit::detail::ldexp_neg(xc * e.mant * inv, e.n, gelukit::detail::negative_lane_mask(x));
     const gelukit::StorageClass c = gelukit::classify(x);
     return select(c.is_pos_inf, x, c.is_neg_inf || x < k(t, -lim), k(t, -0.0), x >= k(t, 0.0), x * inv, y_neg);
 }

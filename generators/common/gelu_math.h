@@ -135,9 +135,7 @@ inline Halide::Expr pin(const Halide::Expr &v, const Halide::Expr &mask);  // be
 // rounding error of a computed argument; then a mask, see pin, is needed that leaves a
 // non-negative float alone wherever the result is used: all ones, or all ones but the sign
 // bit). The fixed-point split: A = floor(a 2^17) by truncation (one multiply by a power of
-// two and one vcvttps2dq; Halide's round() became two 256-bit vrndscaleps with an extract and
-// an insert, 5 instructions on AVX-512, seen in the assembly, 2026-12-07), so
-// rem = a - A 2^-17 is exact and in [0, 2^-17): where a 2^17 >= 2^23 it is an integer already
+// two and one vcvttps2dq, rather than round(): see exp_neg_f32_fixed), so rem = a - A 2^-17 is exact and in [0, 2^-17): where a 2^17 >= 2^23 it is an integer already
 // (rem = 0); below, A < 2^23 converts exactly, and a - A 2^-17 is exact by Sterbenz where
 // A >= 1 (A 2^-17 <= a < 2 A 2^-17) and trivially where A = 0 (a < 2^-17). With a_lo, rem is
 // pinned: fast-math otherwise summed a + a_lo first (rounded to |a| 2^-24: the very error
@@ -158,7 +156,6 @@ inline SplitExp exp_neg_f32(const Halide::Expr &a, const Halide::Expr &a_lo = Ha
 // 2^{-n} may be subnormal, so scale in two steps of at most 2^-125 each; the first step is exact,
 // the second rounds once. (The scale factors come from integer ops, so fast-math has no constant
 // to fold them into.)
-
 inline Halide::Expr ldexp_neg(const Halide::Expr &v, const Halide::Expr &n,
                               const Halide::Expr &mask = Halide::Expr()) {
     using namespace Halide;
@@ -194,6 +191,13 @@ inline Halide::Expr reciprocal(const Halide::Expr &d, const Halide::Type &t) {
 inline Halide::Expr pin(const Halide::Expr &v, const Halide::Expr &mask) {
     using namespace Halide;
     return reinterpret(v.type(), reinterpret(UInt(32), v) & mask);
+}
+
+// The mask for pin on the lanes of a negative float32 x: x_bits | 0x7FFFFFFF is all ones where
+// x < 0 and clears only the sign bit where x >= 0 (an identity on non-negative values there).
+inline Halide::Expr negative_lane_mask(const Halide::Expr &x) {
+    using namespace Halide;
+    return reinterpret(UInt(32), x) | u32(0x7FFFFFFFu);
 }
 
 // 2^-min(n, 64) in float32 (one integer step; exact and normal), for n >= 0.
@@ -383,7 +387,7 @@ inline Halide::Expr gelu_erf_f32(const Halide::Expr &x, const Halide::Expr &inv_
     // round(t^2 / (2 ln2)): <= 162 forward (from t_hi^2), <= 289 backward (from t^2, t <= 20)
     Expr n = cast<int>((gradient ? a_hi + a_lo : a_hi) * k(t, 0.5 / ln2) + k(t, 0.5));
     Expr nf = cast<float>(n);
-    Expr mask = reinterpret(UInt(32), x) | u32(0x7FFFFFFFu);    // all ones (pin) where x < 0
+    Expr mask = negative_lane_mask(x);
     Expr rho2 = (a_hi - pin(nf, mask) * k(t, c_hi_q16 / 65536.0)) + (a_lo - nf * k(t, c_lo));
     Expr e = horner(rho2, coeffs::kExpNegHalfRho2, 7, t);      // e^{-rho2/2} in [0.70, 1.42]
     Expr u = reciprocal(k(t, coeffs::kMillsFastShift) + t_abs, t);
@@ -479,7 +483,7 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
         // x = +-0: exactly 1/2 (the exp's tie bias would give 1/2 + 2^-41; see gelu_erf_f64).
         return select(x == k(t, 0.0), k(t, 0.5), positive, g_pos, below, tail_gradient(), g_neg);
     }
-    Expr mask = reinterpret(UInt(32), x) | detail::u32(0x7FFFFFFFu);  // all ones (pin) where x < 0
+    Expr mask = detail::negative_lane_mask(x);
     detail::SplitExp e;
     if (form == GeluForm::Sigmoid) {
         // |v| = 1.702 |x| as an unevaluated sum p + low (within ~2^-34 |v| of the exact
