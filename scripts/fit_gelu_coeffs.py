@@ -23,7 +23,9 @@ underflows in float32 (GELU(-15) ~ 5e-50).
    degree 6 for erf (relative error 2.0e-9; the Mills fit's 1.0e-9 is of the same order) and
    degree 8 for the tanh, sigmoid and SiLU forms, whose only approximation it is (2.1e-12);
    and e^{-rho2/2} for the float32 erf kernel, whose reduction works with rho2 = t^2 - 2 n ln2
-   in [-ln2, ln2 + 0.12] (n rounded from t_hi^2, see fit_exp_f32), degree 6.
+   in [-ln2, ln2 + 0.12] (n rounded from t_hi^2, see fit_exp_f32), degree 6;
+   and e^{-(y + C)} for the float32 sigmoid form, whose reduction is y = 1.702|x| - n ln2 - C
+   with n truncated (see fit_exp_sigmoid_f32), degree 7.
 
 Ties. For a tiny x, GELU(x) = x/2 + x^2/sqrt(2 pi) + ..., and for a subnormal x with an odd
 last bit x/2 is exactly halfway between two representable values: the x^2 term, far below
@@ -149,6 +151,47 @@ def fit_exp_f32(deg):
     return mono, np.max(np.abs(P.polyval(yc, mono) / np.exp(-yc / 2) - 1))
 
 
+# The float32 sigmoid form (gelu_math.h, exp_neg_sigmoid_f32): |v| = 1.702|x| with
+# 1.702 = c_hi + c_lo, c_hi = 3486/2048, |x| = x_hi + x_lo (x_hi: 12 leading bits), and
+# n = trunc(x_hi * K1), K1 = c_hi/L_hi (1 - 2^-20) rounded to float32, ln2 = L_hi + L_lo with
+# L_hi = 22713/32768 (15 bits). The truncation never overshoots, so d = c_hi x_hi - n L_hi is
+# in [0, L_hi (1 + N_MAX 2^-20)] (and exact), and y = (d - C) + s, s = c_hi x_lo + c_lo |x| -
+# n L_lo. |x| <= 120 (the gradient's clamp).
+SIG_C_HI = 3486 / 2048
+SIG_L_HI = 22713 / 32768
+SIG_X_MAX = 120.0
+
+
+def fit_exp_sigmoid_f32(deg):
+    """e^{-(y + C)} for y = 1.702|x| - n ln2 - C (float32 sigmoid form). C, a float32 near the
+    centre of the range of 1.702|x| - n ln2, is the one whose e^{-C} is closest to a float32:
+    the constant term then carries no rounding of its own (with C = 23/64 the kernel's
+    e^{-|v|} was 2.05 instead of 1.61 float32 ULP off at most in one summation order,
+    simulated). The fit is e^{-C} (1 + y q(y)) with q for the relative error, like
+    fit_exp_f64."""
+    c_lo = float(np.float32(1.702 - SIG_C_HI))
+    l_lo = float(np.float32(LN2 - SIG_L_HI))
+    n_max = np.floor(SIG_C_HI * SIG_X_MAX / SIG_L_HI)
+    # s's extremes: c_lo |x| - n L_lo at |x| = X_MAX, and per binade [2^e, 2^(e+1)) c_hi x_lo
+    # + c_lo |x| with x_lo < 2^(e-11) at the binade's top.
+    s_lo = c_lo * SIG_X_MAX - n_max * l_lo
+    s_hi = max(SIG_C_HI * 2.0 ** (e - 11) + c_lo * 2.0 ** e for e in range(-30, 7))
+    d_hi = SIG_L_HI * (1 + n_max * 2.0 ** -20 * 1.0001)
+    mid = (s_lo + d_hi + s_hi) / 2
+    cands = (mid + np.arange(-200000, 200000) * 2.0 ** -26).astype(np.float32).astype(np.float64)
+    e_c = np.exp(-cands)
+    dist = np.abs(e_c - e_c.astype(np.float32).astype(np.float64))
+    shift = float(cands[np.argmin(dist)])
+    lo, hi = s_lo - shift - 1e-3, d_hi + s_hi - shift + 1e-3
+    half = max(-lo, hi)
+    y = NODES * half
+    coef = lawson(NODES, np.expm1(-y) / y, deg - 1, weight=np.abs(y) * np.exp(y))
+    mono = np.exp(-shift) * np.concatenate([[1.0], C.cheb2poly(coef) / half ** np.arange(deg)])
+    yc = np.linspace(lo, hi, 200001)
+    err = np.max(np.abs(P.polyval(yc, mono) / np.exp(-(yc + shift)) - 1))
+    return mono, shift, lo, hi, err
+
+
 def emit(name, mono):
     print(f"inline constexpr double {name}[{len(mono)}] = {{")
     for c in mono:
@@ -161,6 +204,7 @@ if __name__ == "__main__":
     e1, e1_err = fit_exp_f64(EXP_DEG)
     e1f, e1f_err = fit_exp_f64(EXP_DEG_FINE)
     e2, e2_err = fit_exp_f32(EXP_DEG)
+    e3, e3_shift, e3_lo, e3_hi, e3_err = fit_exp_sigmoid_f32(7)
     acc, acc_err = fit_accurate()
     fast, mid, fast_err = fit_fast()
     acc_q0 = kernel_q0(acc, e1[0])
@@ -190,4 +234,9 @@ if __name__ == "__main__":
     emit("kExpNegRhoFine", e1f)
     print(f"// e^{{-rho2/2}} for rho2 in [-ln2, ln2 + 0.12] (float32 erf kernel), degree {EXP_DEG}: max relative error {e2_err:.2e}.")
     emit("kExpNegHalfRho2", e2)
+    print(f"// e^{{-(y + kExpNegSigmoidShift)}} for y in [{e3_lo:.4f}, {e3_hi:.4f}] (float32 sigmoid form, y = 1.702|x| - n ln2 - shift,")
+    print(f"// n truncated), degree 7: max relative error {e3_err:.2e}. The shift is a float32 value whose e^-shift is")
+    print(f"// within {abs(np.exp(-e3_shift) - float(np.float32(np.exp(-e3_shift)))):.1e} of a float32 (the constant term's own rounding).")
+    print(f"inline constexpr double kExpNegSigmoidShift = {e3_shift:.17g};")
+    emit("kExpNegSigmoid", e3)
     print("}  // namespace gelukit::coeffs")

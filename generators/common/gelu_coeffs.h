@@ -77,4 +77,19 @@ inline constexpr double kExpNegHalfRho2[7] = {
     2.096722549321648e-05,
 };
 
+// e^{-(y + kExpNegSigmoidShift)} for y in [-0.3775, 0.3798] (float32 sigmoid form, y = 1.702|x| - n ln2 - shift,
+// n truncated), degree 7: max relative error 9.69e-11. The shift is a float32 value whose e^-shift is
+// within 1.4e-14 of a float32 (the constant term's own rounding).
+inline constexpr double kExpNegSigmoidShift = 0.35823023319244385;
+inline constexpr double kExpNegSigmoid[8] = {
+    0.6989121437072896,
+    -0.69891214401001633,
+    0.3494560811516868,
+    -0.11648533911645574,
+    0.029120942906806113,
+    -0.0058245050631804858,
+    0.00097549282356845129,
+    -0.00013805604206463564,
+};
+
 }  // namespace gelukit::coeffs

@@ -76,11 +76,8 @@ inline Halide::Expr horner(const Halide::Expr &x, const double *c, int n, const 
 //   ln2_hi = 45426 * 2^-16, so a_hi - n*ln2_hi = (A - 2*n*45426) * 2^-17 exactly. Integer
 //   arithmetic is immune to fast-math reassociation, which would otherwise fold ln2_hi + ln2_lo
 //   back into one rounded ln2 (~25 ULP at n = 150), without any extra float op.
-//   Taylor degree 7. With a_lo in [0, 2^-17) (exp_neg_f32 without a correction) r is in
-//   [-0.35, 0.35], mant in [0.70, 1.42], truncation 5.3e-9 (0.09 ULP); with the sigmoid form's
-//   correction of |v| (a_lo within (-0.018, 0.044) for |x| <= 120, scanned by review) r stays
-//   within ~[-0.362, 0.389], mant [0.678, 1.437], truncation ~1.2e-8 (0.21 ULP; the kernel's
-//   measured maximum stays 4 ULP).
+//   Taylor degree 7. With a_lo in [0, 2^-17) (the exact remainder exp_neg_f32 passes) r is in
+//   [-0.35, 0.35], mant in [0.70, 1.42], truncation 5.3e-9 (0.09 ULP).
 struct SplitExp {
     Halide::Expr mant;  // e^{-r}, see above
     Halide::Expr n;     // Int(32), >= 0
@@ -131,25 +128,56 @@ inline SplitExp exp_neg_f32_fixed(const Halide::Expr &a_fixed, const Halide::Exp
 
 inline Halide::Expr pin(const Halide::Expr &v, const Halide::Expr &mask);  // below
 
-// e^{-a} for a float32 0 <= a <= 256, or of a + a_lo with a_lo a small correction (e.g. the
-// rounding error of a computed argument; then a mask, see pin, is needed that leaves a
-// non-negative float alone wherever the result is used: all ones, or all ones but the sign
-// bit). The fixed-point split: A = floor(a 2^17) by truncation (one multiply by a power of
-// two and one vcvttps2dq, rather than round(): see exp_neg_f32_fixed), so rem = a - A 2^-17 is exact and in [0, 2^-17): where a 2^17 >= 2^23 it is an integer already
-// (rem = 0); below, A < 2^23 converts exactly, and a - A 2^-17 is exact by Sterbenz where
-// A >= 1 (A 2^-17 <= a < 2 A 2^-17) and trivially where A = 0 (a < 2^-17). With a_lo, rem is
-// pinned: fast-math otherwise summed a + a_lo first (rounded to |a| 2^-24: the very error
-// a_lo is there to remove) and subtracted A 2^-17 afterwards.
-inline SplitExp exp_neg_f32(const Halide::Expr &a, const Halide::Expr &a_lo = Halide::Expr(),
-                            const Halide::Expr &mask = Halide::Expr()) {
+// e^{-a} for a float32 0 <= a <= 256 (the tanh form's |v| and SiLU's |x|). The fixed-point
+// split: A = floor(a 2^17) by truncation (one multiply by a power of two and one vcvttps2dq,
+// rather than round(): see exp_neg_f32_fixed), so rem = a - A 2^-17 is exact and in
+// [0, 2^-17): where a 2^17 >= 2^23 it is an integer already (rem = 0); below, A < 2^23 converts
+// exactly, and a - A 2^-17 is exact by Sterbenz where A >= 1 (A 2^-17 <= a < 2 A 2^-17) and
+// trivially where A = 0 (a < 2^-17).
+inline SplitExp exp_neg_f32(const Halide::Expr &a) {
     using namespace Halide;
     const Type t = Float(32);
     Expr A = cast<int>(a * k(t, 131072.0));
     Expr rem = a - cast<float>(A) * k(t, 1.0 / 131072.0);
-    if (!a_lo.defined()) {
-        return exp_neg_f32_fixed(A, rem);
-    }
-    return exp_neg_f32_fixed(A, pin(rem, mask) + a_lo);
+    return exp_neg_f32_fixed(A, rem);
+}
+
+// e^{-1.702 |x|} for the float32 sigmoid form, 0 <= |x| <= 120, with the product 1.702 |x|
+// never rounded as a whole (its float32 rounding, |v| 2^-24, was up to 84 ULP of the GELU
+// before 2026-12-07). 1.702 = c_hi + c_lo with c_hi = 3486/2048 (12 significant bits), |x| =
+// x_hi + x_lo with x_hi its 12 leading bits (an integer AND), so c_hi x_hi is exact (24 bits);
+// ln2 = L_hi + L_lo with L_hi = 22713/32768 (15 bits), so n L_hi is exact for n < 512.
+//   n = trunc(x_hi K1), K1 = c_hi/L_hi (1 - 2^-20): one multiply and one vcvttps2dq. The
+//   shortfall factor makes the truncation a floor of c_hi x_hi / L_hi that never overshoots
+//   (whatever the roundings of K1 and of the product, or a reassociation of c_hi K1), so
+//   d = c_hi x_hi - n L_hi is >= 0 and < L_hi (1 + n 2^-20) <= 0.6934; it is exact (for n >= 1
+//   both terms are multiples of 2^-24 and |d| < 1; for n = 0, d = c_hi x_hi).
+//   y = (d - C') + s', s' = c_hi x_lo + c_lo |x| - n L_lo + 1/32 in [0.012, 0.076] (rounding
+//   ~2^-28), C' = C + 1/32 (exact), C = kExpNegSigmoidShift (0.358, centring y in
+//   [-0.378, 0.380]); e^{-(y+C)} by a degree-7 fit (scripts/fit_gelu_coeffs.py, 1e-10).
+//   Both d and s' are pinned (both >= 0, which the mask leaves alone): without the pins
+//   fast-math may add s to c_hi x_hi before subtracting n L_hi (rounding to |v| 2^-24 again),
+//   and it did accumulate s's terms one by one onto d before subtracting C (seen in the AVX2
+//   assembly; 2.7 instead of 1.7 ULP, simulated). With them, any order of the three terms of y
+//   rounds at most twice at |y| < 0.8. Simulated against e^{-1.702|x|} in double (numpy,
+//   7.5e6 inputs): max 1.66-1.87 float32 ULP relative (by the order fast-math picks), against
+//   1.62 for the fixed-point reduction it replaces (exp_neg_f32_fixed with the rounding error
+//   of 1.702 |x| as a correction); mant is in [0.47, 1.02].
+// Against that fixed-point reduction (an integer multiply, four conversions) it saves ~6
+// instructions per vector; it was 8 more than the rounded-v version on AVX2 (2026-12-07).
+inline SplitExp exp_neg_sigmoid_f32(const Halide::Expr &ax, const Halide::Expr &mask) {
+    using namespace Halide;
+    const Type t = Float(32);
+    const double ln2 = 0.693147180559945309417;
+    const double c_hi = 3486.0 / 2048.0, c_lo = 1.702 - c_hi;
+    const double l_hi = 22713.0 / 32768.0, l_lo = ln2 - l_hi;
+    Expr x_hi = reinterpret(t, reinterpret(UInt(32), ax) & u32(0xFFFFF000u));
+    Expr n = cast<int>(x_hi * k(t, c_hi / l_hi * (1.0 - 0x1p-20)));
+    Expr nf = cast<float>(n);
+    Expr d = pin(k(t, c_hi) * x_hi - nf * k(t, l_hi), mask);
+    Expr s = pin(k(t, c_hi) * (ax - x_hi) + k(t, c_lo) * ax - nf * k(t, l_lo) + k(t, 1.0 / 32), mask);
+    Expr y = (d - k(t, coeffs::kExpNegSigmoidShift + 1.0 / 32)) + s;
+    return {horner(y, coeffs::kExpNegSigmoid, 8, t), n};
 }
 
 // float32 v * 2^{-n} rounded once, for n in [0, 250] and v a normal value of magnitude >~ 2^-20.
@@ -436,8 +464,8 @@ inline Halide::Expr gelu_erf(const Halide::Expr &x32, const Halide::Expr &inv_s,
 //  Fast (f32): the tanh form's v carries float32 rounding errors of a few |v| 2^-24, which
 //  e^{-|v|} turns into as many ULP for large negative x (up to 215 ULP forward, README accuracy
 //  table; an exact v would need a double-float cubic, ~15 more ops per vector). The sigmoid
-//  form's |v| = 1.702|x| enters e^{-|v|} as a hi + lo sum accurate to ~2^-34 |v| (5 ops;
-//  <= 4 ULP forward over all inputs). The float32
+//  form's 1.702|x| is never rounded as a whole: exp_neg_sigmoid_f32 reduces it against ln2 from
+//  exact 12-bit splits (<= 4 ULP forward over all inputs). The float32
 //  gradient needs dy and returns dx = dy GELU'(x) (on the negative side formed as
 //  (dy core) 2^-n by times_ldexp_neg, as in gelu_erf_f32).
 inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradient, const Halide::Type &t,
@@ -467,9 +495,9 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
         v = k(t, 1.702) * xc;
         dv = k(t, 1.702);
     }
-    // e^{-|v|}: float64 by exp_neg_f64 (|v| <= 218). In float32 |v| <= 218.2 goes to 2^-17
-    // fixed point (A < 2^25; A is even above 2^24, so float32 holds it exactly): exact where the
-    // float32 spacing of |v| is >= 2^-17, and the remainder is carried exactly in a_lo otherwise.
+    // e^{-|v|}: float64 by exp_neg_f64 (|v| <= 218). In float32 the tanh form's |v| <= 218.2
+    // goes to 2^-17 fixed point (exp_neg_f32: A < 2^25; A is even above 2^24, so float32 holds
+    // it exactly; the remainder is exact); the sigmoid form's |x| <= 120 to exp_neg_sigmoid_f32.
     if (f64) {
         Expr ev = detail::exp_neg_f64(abs(v), /*fine=*/true);  // e^{-|v|}
         Expr inv = detail::reciprocal(k(t, 1.0) + ev, t);
@@ -486,20 +514,8 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     Expr mask = detail::negative_lane_mask(x);
     detail::SplitExp e;
     if (form == GeluForm::Sigmoid) {
-        // |v| = 1.702 |x| as an unevaluated sum p + low (within ~2^-34 |v| of the exact
-        // product), so that e^{-|v|} does not inherit the rounding of a float32 v (|v| 2^-24,
-        // up to 81-84 ULP of the result before, 2026-12-07): 1.702 =
-        // c_hi + c_lo with c_hi = 3486 / 2048 (12 significant bits) and |x| = x_hi + x_lo with
-        // x_hi its 12 leading bits (an integer AND), so p = c_hi x_hi and c_hi x_lo are exact
-        // (12 x 12 bits); low = c_hi x_lo + c_lo |x| is below 2^-10 |v| and its rounding below
-        // 2^-34 |v| (c_lo's own float32 rounding adds ~2^-36 |v|). exp_neg_f32 pins its exact
-        // remainder of p so that fast-math does not sum p + low first; the remainder is >= 0,
-        // which the mask (all ones, or all but the sign bit where x >= 0) leaves alone.
-        const double c_hi = 3486.0 / 2048.0;
-        Expr ax = abs(xc);
-        Expr x_hi = reinterpret(t, reinterpret(UInt(32), ax) & detail::u32(0xFFFFF000u));
-        Expr low = k(t, c_hi) * (ax - x_hi) + k(t, 1.702 - c_hi) * ax;
-        e = detail::exp_neg_f32(k(t, c_hi) * x_hi, low, mask);
+        // |v| = 1.702 |x| is never rounded as a whole: see exp_neg_sigmoid_f32.
+        e = detail::exp_neg_sigmoid_f32(abs(xc), mask);
     } else {
         e = detail::exp_neg_f32(abs(v));
     }

@@ -37,15 +37,16 @@ inline int64_t ulp_tolerance(Math math, Direction dir, DType dt, Form form) {
     case Form::Tanh:
         return fwd ? 224 : 224;  // forward: exhaustive 215
     case Form::Sigmoid:
-        // forward: |v| = 1.702|x| enters e^{-|v|} as a hi + lo pair since 2026-12-07 (gelu_math.h);
-        // before, its rounding gave up to 84 ULP. backward: the root window's cancellation.
+        // forward: 1.702|x| is never rounded as a whole since 2026-12-07 (exp_neg_sigmoid_f32,
+        // gelu_math.h; exhaustive max 4); before, its rounding gave up to 84 ULP. backward: the
+        // cancellation next to the root window (70-100 ULP on the 1e6 sample).
         return fwd ? 6 : 128;
     }
     return 0;
 }
 
 // The CUDA kernels are generated from the same gelu_math.h, but their results have not been
-// measured on a GPU since the sigmoid form's hi + lo |v| (2026-12-07): they keep the bound they
+// measured on a GPU since the sigmoid form's exact-argument reduction (2026-12-07): they keep the bound they
 // were last run against (README, section CUDA) until they are.
 inline int64_t cuda_fast_ulp_tolerance(Direction dir, DType dt, Form form) {
     if (dt == DType::F32 && form == Form::Sigmoid && dir == Direction::Forward) {
@@ -63,10 +64,11 @@ inline int64_t cuda_fast_ulp_tolerance(Direction dir, DType dt, Form form) {
 // maximum of 405 ULP on avx512_zen4 / avx2, and 3.07 |v| (401 ULP at x = -11.62; up to 443 ULP
 // at -12.39) on sse41, which has no FMA (the 2.91 falls at x = -2.14, under the flat bound).
 // The bound allows 3.5 |v|, with |x| capped at 14 (beyond, every finite dy gives +-0 and the
-// bound does not matter). The sigmoid form, v = 1.702 x, forms |v| as a hi + lo pair
-// (gelu_math.h): its tail is within the flat bound (every float32 x in [-125, -2] with
-// dy = 3e38: at most 7 ULP on avx512_zen4, avx512_skylake, avx2 and sse41, 2026-12-07; it was
-// 1.58 |v|, 166 ULP, before).
+// bound does not matter). The sigmoid form, v = 1.702 x, never rounds 1.702|x| as a whole
+// (exp_neg_sigmoid_f32, gelu_math.h): its tail is within the flat bound (every float32 x in
+// [-125, -2] with dy = 3e38: at most 7 ULP on avx512_zen4, avx512_skylake, avx2 and sse41,
+// 2026-12-07, with the hi + lo argument of eba638a and again with the reduction that replaced
+// it; it was 1.58 |v|, 166 ULP, before eba638a).
 inline int64_t fast_sigma_backward_ulp_tolerance(Form form, double x) {
     const int64_t flat = ulp_tolerance(Math::Fast, Direction::Backward, DType::F32, form);
     if (form != Form::Tanh) {
