@@ -129,6 +129,33 @@ elseif (KIND STREQUAL "accuracy")
         refused("gelukit_accuracy: error: out of memory" --samples 4294967296 --threads 1)
         set(prefix "")
     endif ()
+    # --range: finite in the storage type, lo <= hi, not with --exhaustive; --dy: finite in the
+    # storage type, backward only (a forward run would silently ignore it).
+    set(r "gelukit_accuracy: error: --range")
+    refused("${r} nan 1: both ends must be finite f32 values" --range nan 1)
+    refused("${r} -inf 1: both ends must be finite" --range -inf 1)
+    refused("${r} -70000 1: both ends must be finite f16 values" --dtype f16 --range -7e4 1)
+    refused("${r} 2 1: lo must not exceed hi" --range 2 1)
+    refused("--range and --exhaustive exclude each other" --range 1 2 --exhaustive)
+    refused("--range: At least 2 required but received 1" --range 1)
+    refused("gelukit_accuracy: error: --dy 3: only for --direction backward" --dy 3)
+    refused("gelukit_accuracy: error: --dy inf: must be a finite f32 value" --direction backward --dy inf)
+    refused("gelukit_accuracy: error: --dy nan: must be a finite" --direction backward --dy nan)
+    refused("gelukit_accuracy: error: --dy 1e+39: must be a finite bf16 value" --direction backward --dtype bf16 --dy 1e39)
+    # --range's good side: exactly the storage values in [lo, hi] (bf16 has 129 in [1, 2]; f32 one
+    # in [1, 1], both zeros in [-0, 0] and in [-1e-45, 1e-45] (the smallest subnormal, 1.4e-45, is
+    # outside), four in [-2e-45, 2e-45]; an interval between two f16 neighbours none).
+    foreach (case IN ITEMS "bf16;1;2;129" "f32;1;1;1" "f32;-0.0;0;2" "f32;-1e-45;1e-45;2" "f32;-2e-45;2e-45;4"
+                           "f16;1.0001;1.0002;0")
+        list(GET case 0 dt)
+        list(GET case 1 lo)
+        list(GET case 2 hi)
+        list(GET case 3 n)
+        execute_process(COMMAND "${TOOL}" --dtype ${dt} --range ${lo} ${hi} --threads 1
+                        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+        string(FIND "${out}" "inputs=${n} " pos)
+        check("rc STREQUAL \"0\" AND NOT pos EQUAL -1" "--dtype ${dt} --range ${lo} ${hi}: ${n} inputs wanted (${rc}): ${out} ${err}")
+    endforeach ()
     # The bounds' good side still runs (a small sample; seconds).
     execute_process(COMMAND "${TOOL}" --samples 1024 --threads 1 --profile "${WORK}/ok.csv" --profile-range -12 6
                             --profile-points 11

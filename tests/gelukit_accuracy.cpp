@@ -1,7 +1,13 @@
 // gelukit_accuracy: ULP error of a GELU kernel against the independent double-precision
-// reference (tests/support/reference.h), over every input (--exhaustive) or a sample.
+// reference (tests/support/reference.h), over every input (--exhaustive), every input in a range
+// (--range LO HI) or a sample (--samples N, the default).
 //
 //   gelukit_accuracy --form erf --direction forward --dtype f32 --exhaustive
+//   gelukit_accuracy --form sigmoid --direction backward --math fast --dy 3e38 --range -125 -2
+//
+// Backward compares dx = dy GELU'(x) for one dy (--dy, default 1; rounded to the storage type)
+// against dy times the reference GELU'(x), rounded once: a large |dy| checks the negative tail,
+// where GELU'(x) alone is below the storage type's range but the product is not.
 //
 // The last line printed is always "max_ulp=<value> x=<input bits in hex>". For the backward
 // direction the 0.01-wide window around the root of GELU' is excluded from max_ulp and reported
@@ -9,7 +15,8 @@
 // --max-ulp is given and exceeded, 2 on a bad argument or any other error (with a message).
 // Bounds: --samples 1 to 2^32 (every float32 input; beyond 2^31 the lattice is all of them, held
 // in memory: --exhaustive streams them), --threads 1 to 1024, --profile-range lo < hi, both
-// finite in the storage type.
+// finite in the storage type; --range lo <= hi, both finite in the storage type, not with
+// --exhaustive; --dy finite in the storage type, backward only.
 //
 // --profile FILE additionally writes the error on an even grid of x (--profile-range, 
 // --profile-points) as CSV "x,ulp" (backward: dy = 1, the ULP error of GELU'(x)); the main job
@@ -107,6 +114,8 @@ int run(int argc, char **argv) {
     std::string profile_file;
     std::vector<double> profile_range = {-10.0, 10.0};
     int profile_points = 4001;
+    std::vector<double> range;
+    double dy = 1.0;
     app.add_option("--form", form, "erf | tanh | sigmoid (or a config name such as gelu_new)");
     app.add_option("--direction", direction, "forward | backward")->check(CLI::IsMember({"forward", "backward"}));
     app.add_option("--dtype", dtype, "f32 | bf16 | f16")->check(CLI::IsMember({"f32", "bf16", "f16"}));
@@ -114,6 +123,9 @@ int run(int argc, char **argv) {
     app.add_option("--schedule", schedule, "naive | hand | adams2019 | tuned")
         ->check(CLI::IsMember({"naive", "hand", "adams2019", "tuned"}));
     app.add_flag("--exhaustive", exhaustive, "every input: 2^32 for f32, 2^16 for bf16/f16");
+    CLI::Option *range_opt =
+        app.add_option("--range", range, "every input x with lo <= x <= hi: lo hi, both finite, lo <= hi")->expected(2);
+    CLI::Option *dy_opt = app.add_option("--dy", dy, "backward: the upstream gradient dy of every input (default 1)");
     app.add_option("--samples", samples, "number of lattice samples over the f32 bit space (1 to 2^32)")
         ->check(CLI::Validator(check_samples, "UINT in [1 - 2^32]"));
     app.add_option("--threads", threads, "threads for the kernel and the reference (1 to 1024)")
@@ -144,6 +156,34 @@ int run(int argc, char **argv) {
             return 2;
         }
     }
+    if (range_opt->count() > 0) {
+        const double lo = range[0], hi = range[1], lim = max_finite(dtype);
+        if (!std::isfinite(lo) || !std::isfinite(hi) || std::fabs(lo) > lim || std::fabs(hi) > lim) {
+            std::fprintf(stderr,
+                         "gelukit_accuracy: error: --range %g %g: both ends must be finite %s values (|x| <= %g)\n", lo,
+                         hi, dtype.c_str(), lim);
+            return 2;
+        }
+        if (!(lo <= hi)) {
+            std::fprintf(stderr, "gelukit_accuracy: error: --range %g %g: lo must not exceed hi\n", lo, hi);
+            return 2;
+        }
+        if (exhaustive) {
+            std::fprintf(stderr, "gelukit_accuracy: error: --range and --exhaustive exclude each other\n");
+            return 2;
+        }
+    }
+    if (dy_opt->count() > 0) {
+        if (direction != "backward") {
+            std::fprintf(stderr, "gelukit_accuracy: error: --dy %g: only for --direction backward\n", dy);
+            return 2;
+        }
+        if (!std::isfinite(dy) || std::fabs(dy) > max_finite(dtype)) {
+            std::fprintf(stderr, "gelukit_accuracy: error: --dy %g: must be a finite %s value (|dy| <= %g)\n", dy,
+                         dtype.c_str(), max_finite(dtype));
+            return 2;
+        }
+    }
 
     try {
         test::SweepConfig cfg;
@@ -157,6 +197,7 @@ int run(int argc, char **argv) {
                                                     : Schedule::Adams2019;
         cfg.options.scale = scale;
         cfg.threads = threads;
+        cfg.dy = dy;
         if (const std::string why = start_threads(threads + std::min(threads, 256)); !why.empty()) {
             std::fprintf(stderr, "gelukit_accuracy: error: --threads %d: cannot run that many threads here (the sweep's and the "
                          "kernel's thread pool's: %s)\n",
@@ -172,7 +213,9 @@ int run(int argc, char **argv) {
             return 2;
         }
         auto t0 = std::chrono::steady_clock::now();
+        const bool ranged = !range.empty();
         test::SweepResult r = exhaustive ? test::sweep_exhaustive(cfg, /*show_progress=*/true)
+                              : ranged   ? test::sweep_range(cfg, range[0], range[1])
                                          : test::sweep_sampled(cfg, samples);
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (profile) {
@@ -210,10 +253,20 @@ int run(int argc, char **argv) {
             std::printf("profile: %d points in [%g, %g] written to %s, their max_ulp=%lld (grid points only)\n",
                         profile_points, lo, hi, profile_file.c_str(), profile_max);
         }
+        std::string mode = exhaustive ? "exhaustive" : "sampled";
+        if (ranged) {
+            char buf[96];
+            std::snprintf(buf, sizeof(buf), "range[%.9g,%.9g]", range[0], range[1]);
+            mode = buf;
+        }
+        if (cfg.direction == Direction::Backward) {
+            char buf[64];
+            std::snprintf(buf, sizeof(buf), " dy=%.9g", test::bits_to_double(test::to_bits(dy, cfg.dtype), cfg.dtype));
+            mode += buf;
+        }
         std::printf("kernel=gelu_%s_%s_%s_%s_%s scale=%g mode=%s seconds=%.1f isa=%s\n",
                     direction == "forward" ? "fwd" : "bwd", dtype.c_str(), form_name(cfg.options.form),
-                    math.c_str(), schedule.c_str(), scale, exhaustive ? "exhaustive" : "sampled", secs,
-                    dispatched_isa().c_str());
+                    math.c_str(), schedule.c_str(), scale, mode.c_str(), secs, dispatched_isa().c_str());
         std::printf("worst input (max_ulp below): x=%.9g\n", test::bits_to_double(r.worst_bits, cfg.dtype));
         // Last line, always (the format the README documents): max_ulp=<v> x=<input bits in hex>.
         std::printf("%s\n", r.summary(cfg.dtype).c_str());

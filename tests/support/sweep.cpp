@@ -40,18 +40,15 @@ std::string SweepResult::summary(DType dt) const {
 
 namespace {
 
-uint32_t one_bits(DType dt) {
-    return dt == DType::F32 ? 0x3F800000u : dt == DType::BF16 ? 0x3F80u : 0x3C00u;
-}
-
 void compare_range(const SweepConfig &cfg, const std::vector<uint32_t> &in, const std::vector<uint32_t> &out,
                    std::size_t begin, std::size_t end, double root, SweepResult &r) {
     const Form form = cfg.options.form;
     const double s = cfg.options.scale;
+    const double dy = bits_to_double(to_bits(cfg.dy, cfg.dtype), cfg.dtype);  // as the kernel sees it
     for (std::size_t i = begin; i < end; i++) {
         double x = bits_to_double(in[i], cfg.dtype);
         bool backward = cfg.direction == Direction::Backward;
-        RefValue ref = backward ? gelu_grad_ref(form, x, s) : gelu_ref(form, x, s);
+        RefValue ref = backward ? times(dy, gelu_grad_ref(form, x, s)) : gelu_ref(form, x, s);
         uint32_t want = round_to_bits(ref, cfg.dtype);
         uint32_t got = out[i];
         int64_t u = ulp_distance(got, want, cfg.dtype);
@@ -85,7 +82,7 @@ void compare_range(const SweepConfig &cfg, const std::vector<uint32_t> &in, cons
 SweepResult sweep_inputs(const SweepConfig &cfg, const std::vector<uint32_t> &input_bits) {
     const std::size_t n = input_bits.size();
     std::vector<char> x = pack_bits(input_bits, cfg.dtype);
-    std::vector<char> dy = pack_bits(std::vector<uint32_t>(n, one_bits(cfg.dtype)), cfg.dtype);
+    std::vector<char> dy = pack_bits(std::vector<uint32_t>(n, to_bits(cfg.dy, cfg.dtype)), cfg.dtype);
     std::vector<char> out(x.size());
     const int64_t len = static_cast<int64_t>(n);
     TensorView vx = TensorView::contiguous(x.data(), cfg.dtype, {len});
@@ -142,6 +139,62 @@ SweepResult sweep_exhaustive(const SweepConfig &cfg, bool show_progress) {
     }
     if (show_progress) {
         std::fprintf(stderr, "\n");
+    }
+    return r;
+}
+
+namespace {
+
+// Storage bits <-> an unsigned key that increases with the value (-0 just below +0), for the
+// 32-bit (f32) or 16-bit (bf16, f16) patterns.
+uint32_t sign_bit(DType dt) {
+    return dt == DType::F32 ? 0x80000000u : 0x8000u;
+}
+
+uint32_t order_key(uint32_t bits, DType dt) {
+    const uint32_t sb = sign_bit(dt), mag = bits & (sb - 1);
+    return (bits & sb) ? (sb - 1) - mag : sb + mag;
+}
+
+uint32_t from_order_key(uint32_t key, DType dt) {
+    const uint32_t sb = sign_bit(dt);
+    return key >= sb ? key - sb : sb | ((sb - 1) - key);
+}
+
+}  // namespace
+
+SweepResult sweep_range(const SweepConfig &cfg, double lo, double hi) {
+    // The nearest storage values of lo and hi, moved inwards where rounding took them outside.
+    uint32_t first = order_key(to_bits(lo, cfg.dtype), cfg.dtype);
+    uint32_t last = order_key(to_bits(hi, cfg.dtype), cfg.dtype);
+    if (bits_to_double(from_order_key(first, cfg.dtype), cfg.dtype) < lo) {
+        first++;
+    }
+    if (bits_to_double(from_order_key(last, cfg.dtype), cfg.dtype) > hi) {
+        last--;
+    }
+    // A zero end keeps its sign: [-0, 0] holds both zeros, [0, x] only +0.
+    const uint32_t neg_zero = order_key(sign_bit(cfg.dtype), cfg.dtype), pos_zero = order_key(0, cfg.dtype);
+    if (lo == 0.0) {
+        first = std::signbit(lo) ? neg_zero : pos_zero;
+    }
+    if (hi == 0.0) {
+        last = std::signbit(hi) ? neg_zero : pos_zero;
+    }
+    SweepResult r;
+    if (first > last) {
+        return r;
+    }
+    const uint64_t total = uint64_t(last) - first + 1;
+    const uint64_t block = std::min<uint64_t>(total, uint64_t(1) << 24);
+    std::vector<uint32_t> in;
+    for (uint64_t start = 0; start < total; start += block) {
+        const uint64_t len = std::min(block, total - start);
+        in.resize(len);
+        for (uint64_t i = 0; i < len; i++) {
+            in[i] = from_order_key(static_cast<uint32_t>(first + start + i), cfg.dtype);
+        }
+        r.merge(sweep_inputs(cfg, in));
     }
     return r;
 }

@@ -15,6 +15,11 @@ struct SweepConfig {
     DType dtype = DType::F32;
     GeluOptions options;
     int threads = 2;  // std::threads computing the reference
+    // Backward only: the upstream gradient dy given with every input (rounded once to the storage
+    // type); the reference is dy_stored * GELU'(x) rounded once, as the kernels' contract says.
+    // dy = 1 (the default) measures GELU' itself. A large |dy| (3e38) makes the products of
+    // GELU' far below float32's range representable: the negative tail the kernels must keep.
+    double dy = 1.0;
 };
 
 struct SweepResult {
@@ -35,6 +40,10 @@ SweepResult sweep_inputs(const SweepConfig &cfg, const std::vector<uint32_t> &in
 
 // Every bit pattern of the dtype (2^32 for f32, in blocks; 2^16 for halves).
 SweepResult sweep_exhaustive(const SweepConfig &cfg, bool show_progress = false);
+
+// Every value x of the storage type with lo <= x <= hi, in increasing order of x (both zeros where
+// the range contains 0), in blocks of 2^24. lo and hi are finite and lo <= hi (the caller checks).
+SweepResult sweep_range(const SweepConfig &cfg, double lo, double hi);
 
 // `samples` patterns: the lattice k * stride over the whole bit space (stride odd, so every
 // exponent and sign is visited), plus all patterns of the first and last binades near 0 and inf.
