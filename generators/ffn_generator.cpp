@@ -106,8 +106,8 @@ Expr silu_f64(const Expr &x_f32) {
     return select(c.is_pos_inf, x, c.is_neg_inf, k(t, -0.0), x >= k(t, 0.0), x * inv, x * ev * inv);
 }
 
-// SiLU in float32 (math=fast), with the float32 exp of the GELU sigmoid forms (gelu_math.h,
-// gelu_sigma): e^{-|x|} from a 2^-17 fixed-point split of |x| (exact Cody-Waite reduction in
+// SiLU in float32 (math=fast), with the float32 exp of the GELU tanh form (gelu_math.h,
+// exp_neg_f32): e^{-|x|} from a 2^-17 fixed-point split of |x| (exact Cody-Waite reduction in
 // integers), x / (1 + e^-|x|) for x >= 0, x e^-|x| / (1 + e^-|x|) below, the 2^-n scaling applied
 // last so that subnormal results round once. |x| is clamped to 110: beyond it |x| e^-|x| is below
 // float32's smallest subnormal, so x < -110 gives -0 and x > 110 gives x. +-inf give the limits.

@@ -137,6 +137,9 @@ elseif (KIND STREQUAL "accuracy")
     refused("${r} -70000 1: both ends must be finite f16 values" --dtype f16 --range -7e4 1)
     refused("${r} 2 1: lo must not exceed hi" --range 2 1)
     refused("--range and --exhaustive exclude each other" --range 1 2 --exhaustive)
+    refused("--range and --samples exclude each other" --range 1 2 --samples 5)
+    refused("gelukit_accuracy: error: --range 1.0001 1.0002: no f16 value lies in it" --dtype f16 --range 1.0001 1.0002)
+    refused("gelukit_accuracy: error: --range 1e-50 1e-50: no f32 value lies in it" --range 1e-50 1e-50 --max-ulp 0)
     refused("--range: At least 2 required but received 1" --range 1)
     refused("gelukit_accuracy: error: --dy 3: only for --direction backward" --dy 3)
     refused("gelukit_accuracy: error: --dy inf: must be a finite f32 value" --direction backward --dy inf)
@@ -144,9 +147,9 @@ elseif (KIND STREQUAL "accuracy")
     refused("gelukit_accuracy: error: --dy 1e+39: must be a finite bf16 value" --direction backward --dtype bf16 --dy 1e39)
     # --range's good side: exactly the storage values in [lo, hi] (bf16 has 129 in [1, 2]; f32 one
     # in [1, 1], both zeros in [-0, 0] and in [-1e-45, 1e-45] (the smallest subnormal, 1.4e-45, is
-    # outside), four in [-2e-45, 2e-45]; an interval between two f16 neighbours none).
-    foreach (case IN ITEMS "bf16;1;2;129" "f32;1;1;1" "f32;-0.0;0;2" "f32;-1e-45;1e-45;2" "f32;-2e-45;2e-45;4"
-                           "f16;1.0001;1.0002;0")
+    # outside), four in [-2e-45, 2e-45]; [0, -0] is [-0, 0]).
+    foreach (case IN ITEMS "bf16;1;2;129" "f32;1;1;1" "f32;-0.0;0;2" "f32;0;-0.0;2" "f32;-1e-45;1e-45;2"
+                           "f32;-2e-45;2e-45;4")
         list(GET case 0 dt)
         list(GET case 1 lo)
         list(GET case 2 hi)

@@ -125,8 +125,12 @@ int run(int argc, char **argv) {
     app.add_flag("--exhaustive", exhaustive, "every input: 2^32 for f32, 2^16 for bf16/f16");
     CLI::Option *range_opt =
         app.add_option("--range", range, "every input x with lo <= x <= hi: lo hi, both finite, lo <= hi")->expected(2);
-    CLI::Option *dy_opt = app.add_option("--dy", dy, "backward: the upstream gradient dy of every input (default 1)");
-    app.add_option("--samples", samples, "number of lattice samples over the f32 bit space (1 to 2^32)")
+    CLI::Option *dy_opt = app.add_option(
+        "--dy", dy,
+        "backward: the upstream gradient dy of every input of the sweep (default 1; the --profile grid keeps dy = 1; "
+        "above about max/1.13 the positive side's dy GELU'(x) overflows)");
+    CLI::Option *samples_opt =
+        app.add_option("--samples", samples, "number of lattice samples over the f32 bit space (1 to 2^32)")
         ->check(CLI::Validator(check_samples, "UINT in [1 - 2^32]"));
     app.add_option("--threads", threads, "threads for the kernel and the reference (1 to 1024)")
         ->check(CLI::Range(1, kMaxThreads));
@@ -168,8 +172,9 @@ int run(int argc, char **argv) {
             std::fprintf(stderr, "gelukit_accuracy: error: --range %g %g: lo must not exceed hi\n", lo, hi);
             return 2;
         }
-        if (exhaustive) {
-            std::fprintf(stderr, "gelukit_accuracy: error: --range and --exhaustive exclude each other\n");
+        if (exhaustive || samples_opt->count() > 0) {
+            std::fprintf(stderr, "gelukit_accuracy: error: --range and %s exclude each other\n",
+                         exhaustive ? "--exhaustive" : "--samples");
             return 2;
         }
     }
@@ -218,6 +223,15 @@ int run(int argc, char **argv) {
                               : ranged   ? test::sweep_range(cfg, range[0], range[1])
                                          : test::sweep_sampled(cfg, samples);
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (ranged && r.count == 0) {
+            // An empty sweep would pass any --max-ulp: a range between two neighbours is an error.
+            std::fprintf(stderr, "gelukit_accuracy: error: --range %g %g: no %s value lies in it\n", range[0], range[1],
+                         dtype.c_str());
+            if (profile) {
+                std::fclose(profile);
+            }
+            return 2;
+        }
         if (profile) {
             // Grid values rounded to the storage type, run through the kernel in one call.
             std::vector<uint32_t> xb(static_cast<std::size_t>(profile_points));

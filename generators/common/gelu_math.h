@@ -154,7 +154,8 @@ inline SplitExp exp_neg_f32(const Halide::Expr &a) {
 //   both terms are multiples of 2^-24 and |d| < 1; for n = 0, d = c_hi x_hi).
 //   y = (d - C') + s', s' = c_hi x_lo + c_lo |x| - n L_lo + 1/32 in [0.012, 0.076] (rounding
 //   ~2^-28), C' = C + 1/32 (exact), C = kExpNegSigmoidShift (0.358, centring y in
-//   [-0.378, 0.380]); e^{-(y+C)} by a degree-7 fit (scripts/fit_gelu_coeffs.py, 1e-10).
+//   [-0.378, 0.380]); e^{-(y+C)} by a degree-7 fit (scripts/fit_gelu_coeffs.py, 1e-10;
+//   3.0e-9 with the coefficients rounded to float32).
 //   Both d and s' are pinned (both >= 0, which the mask leaves alone): without the pins
 //   fast-math may add s to c_hi x_hi before subtracting n L_hi (rounding to |v| 2^-24 again),
 //   and it did accumulate s's terms one by one onto d before subtracting C (seen in the AVX2

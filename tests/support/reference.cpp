@@ -72,12 +72,46 @@ RefValue gelu_ref(Form form, double x, double s) {
     return {std::numeric_limits<double>::quiet_NaN(), 0};
 }
 
+namespace {
+
+// 1/2 + d as hi + lo (Fast2Sum, exact for |d| <= 1/2): hi alone is 1/2 wherever |d| < 2^-54, and
+// lo keeps d, which decides ties of dy GELU'(x) (dy an odd subnormal of the storage type:
+// dy/2 lies halfway between two neighbours, and d's sign says which way the true value lies).
+RefValue half_plus(double d) {
+    const double hi = 0.5 + d;
+    return {hi, (0.5 - hi) + d};
+}
+
+}  // namespace
+
 RefValue gelu_grad_ref(Form form, double x, double s) {
     if (std::isnan(x)) {
         return {x, 0};
     }
     if (std::isinf(x)) {
         return {x > 0 ? 1.0 : -0.0, 0};
+    }
+    // Near 0, GELU'(x) = 1/2 + d(x) with d computed on its own (d -> 0 like x): see half_plus.
+    // Phi(z) - 1/2 = erf(z/sqrt2)/2 and sigma(v) - 1/2 = tanh(v/2)/2 keep their relative precision
+    // as z, v -> 0, where 1 - Q(z) or sigma(v) round to 1/2.
+    if (std::fabs(x) < 0.25 * (form == Form::Erf ? s : 1.0)) {
+        switch (form) {
+        case Form::Erf: {
+            const double z = x / s;
+            return half_plus(0.5 * std::erf(z * 0.70710678118654752440) + z * kInvSqrt2Pi * std::exp(-0.5 * z * z));
+        }
+        case Form::Tanh: {
+            const long double xl = x;
+            const long double u = kSqrt2OverPi * (xl + 0.044715L * xl * xl * xl);
+            const long double du = kSqrt2OverPi * (1.0L + 3.0L * 0.044715L * xl * xl);
+            const long double th = std::tanh(u);
+            return half_plus(static_cast<double>(0.5L * th + 0.5L * xl * (1.0L - th * th) * du));
+        }
+        case Form::Sigmoid: {
+            const double v = 1.702 * x;
+            return half_plus(0.5 * std::tanh(0.5 * v) + v * sigma(v) * sigma(-v));
+        }
+        }
     }
     switch (form) {
     case Form::Erf: {

@@ -25,11 +25,21 @@ struct RefValue {
 // Erf form: x * Phi(x/s). Special values follow gelu-reference.md (-inf -> -0, NaN -> NaN).
 RefValue gelu_ref(Form form, double x, double s = 1.0);
 RefValue gelu_grad_ref(Form form, double x, double s = 1.0);
-// dy * g, the reference of dx = dy * GELU'(x) before rounding. With dy = +-inf the product is
-// dy * g.hi alone (an exact g's zero remainder would give inf * 0 = NaN, and a remainder of the
-// other sign inf - inf); otherwise the remainder is scaled too.
+// dy * g, the reference of dx = dy * GELU'(x) before rounding: hi = dy g.hi rounded, lo = its
+// rounding error (by an FMA) plus dy g.lo, so that a product on a tie of the storage type still
+// rounds the way the exact one does. With dy = +-inf (or an overflowing product) it is the product
+// alone (a zero remainder would give inf * 0 = NaN, a remainder of the other sign inf - inf).
 inline RefValue times(double dy, const RefValue &g) {
-    return {dy * g.hi, g.lo == 0.0 || std::isinf(dy) ? 0.0 : dy * g.lo};
+    const double p = dy * g.hi;
+    if (!std::isfinite(p)) {
+        return {p, 0.0};
+    }
+    if (p == 0.0) {
+        return {p, dy * g.lo};
+    }
+    // p's own rounding error (exact by the FMA unless it falls below the subnormal range, where
+    // the 2^-1074 granularity of p is far finer than any storage type's) plus dy lo.
+    return {p, std::fma(dy, g.hi, -p) + dy * g.lo};
 }
 
 // Rounds hi + lo once, to nearest even, into the storage type; returns the storage bits

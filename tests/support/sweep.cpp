@@ -181,6 +181,9 @@ SweepResult sweep_range(const SweepConfig &cfg, double lo, double hi) {
     if (hi == 0.0) {
         last = std::signbit(hi) ? neg_zero : pos_zero;
     }
+    if (lo == 0.0 && hi == 0.0 && first > last) {
+        std::swap(first, last);  // [+0, -0]: numerically the same interval as [-0, +0]
+    }
     SweepResult r;
     if (first > last) {
         return r;
