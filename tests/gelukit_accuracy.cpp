@@ -146,30 +146,26 @@ int run(int argc, char **argv) {
         // CLI11 prints the message (or the help: status 0); a bad argument exits 2.
         return app.exit(e) == 0 ? 0 : 2;
     }
-    {
-        const double lo = profile_range[0], hi = profile_range[1], lim = max_finite(dtype);
+    // An x range: both ends finite in the storage type, lo < hi (or lo <= hi where equal_ok).
+    auto range_ok = [&](const char *name, const std::vector<double> &r, bool equal_ok) {
+        const double lo = r[0], hi = r[1], lim = max_finite(dtype);
         if (!std::isfinite(lo) || !std::isfinite(hi) || std::fabs(lo) > lim || std::fabs(hi) > lim) {
-            std::fprintf(stderr,
-                         "gelukit_accuracy: error: --profile-range %g %g: both ends must be finite %s values "
-                         "(|x| <= %g)\n",
-                         lo, hi, dtype.c_str(), lim);
-            return 2;
+            std::fprintf(stderr, "gelukit_accuracy: error: %s %g %g: both ends must be finite %s values (|x| <= %g)\n",
+                         name, lo, hi, dtype.c_str(), lim);
+            return false;
         }
-        if (!(lo < hi)) {
-            std::fprintf(stderr, "gelukit_accuracy: error: --profile-range %g %g: lo must be less than hi\n", lo, hi);
-            return 2;
+        if (equal_ok ? !(lo <= hi) : !(lo < hi)) {
+            std::fprintf(stderr, "gelukit_accuracy: error: %s %g %g: lo must %s hi\n", name, lo, hi,
+                         equal_ok ? "not exceed" : "be less than");
+            return false;
         }
+        return true;
+    };
+    if (!range_ok("--profile-range", profile_range, /*equal_ok=*/false)) {
+        return 2;
     }
     if (range_opt->count() > 0) {
-        const double lo = range[0], hi = range[1], lim = max_finite(dtype);
-        if (!std::isfinite(lo) || !std::isfinite(hi) || std::fabs(lo) > lim || std::fabs(hi) > lim) {
-            std::fprintf(stderr,
-                         "gelukit_accuracy: error: --range %g %g: both ends must be finite %s values (|x| <= %g)\n", lo,
-                         hi, dtype.c_str(), lim);
-            return 2;
-        }
-        if (!(lo <= hi)) {
-            std::fprintf(stderr, "gelukit_accuracy: error: --range %g %g: lo must not exceed hi\n", lo, hi);
+        if (!range_ok("--range", range, /*equal_ok=*/true)) {
             return 2;
         }
         if (exhaustive || samples_opt->count() > 0) {

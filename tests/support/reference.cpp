@@ -183,8 +183,10 @@ uint32_t round_to_bits(RefValue v, DType dt) {
     }
     Format f = format_of(dt);
     if (x == 0 || std::isinf(x)) {
-        if (x == 0 && v.lo != 0 && v.hi == 0) {
-            x = std::copysign(0.0, v.lo);
+        if (x == 0 && v.hi == 0) {
+            // A zero keeps its sign: lo's where lo carries an underflowed remainder, else hi's
+            // (-0 + 0 would be +0 in IEEE arithmetic).
+            x = v.lo != 0 ? std::copysign(0.0, v.lo) : v.hi;
         }
         return encode(x, dt);
     }

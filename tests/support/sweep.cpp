@@ -122,18 +122,22 @@ SweepResult sweep_inputs(const SweepConfig &cfg, const std::vector<uint32_t> &in
     return r;
 }
 
-SweepResult sweep_exhaustive(const SweepConfig &cfg, bool show_progress) {
-    const uint64_t total = cfg.dtype == DType::F32 ? (uint64_t(1) << 32) : (uint64_t(1) << 16);
+namespace {
+
+// Sweeps the inputs bits_of(0 .. total-1), in blocks of at most 2^24 (the memory of one block).
+template <class BitsOf>
+SweepResult sweep_blocks(const SweepConfig &cfg, uint64_t total, BitsOf bits_of, bool show_progress) {
     const uint64_t block = std::min<uint64_t>(total, uint64_t(1) << 24);
     SweepResult r;
-    std::vector<uint32_t> in(block);
+    std::vector<uint32_t> in;
     for (uint64_t start = 0; start < total; start += block) {
-        for (uint64_t i = 0; i < block; i++) {
-            in[i] = static_cast<uint32_t>(start + i);
+        in.resize(std::min(block, total - start));
+        for (uint64_t i = 0; i < in.size(); i++) {
+            in[i] = bits_of(start + i);
         }
         r.merge(sweep_inputs(cfg, in));
         if (show_progress) {
-            std::fprintf(stderr, "\r%5.1f%%  max_ulp so far %lld", 100.0 * (start + block) / total,
+            std::fprintf(stderr, "\r%5.1f%%  max_ulp so far %lld", 100.0 * (start + in.size()) / total,
                          static_cast<long long>(r.max_ulp));
         }
     }
@@ -141,6 +145,13 @@ SweepResult sweep_exhaustive(const SweepConfig &cfg, bool show_progress) {
         std::fprintf(stderr, "\n");
     }
     return r;
+}
+
+}  // namespace
+
+SweepResult sweep_exhaustive(const SweepConfig &cfg, bool show_progress) {
+    const uint64_t total = cfg.dtype == DType::F32 ? (uint64_t(1) << 32) : (uint64_t(1) << 16);
+    return sweep_blocks(cfg, total, [](uint64_t i) { return static_cast<uint32_t>(i); }, show_progress);
 }
 
 namespace {
@@ -173,33 +184,18 @@ SweepResult sweep_range(const SweepConfig &cfg, double lo, double hi) {
     if (bits_to_double(from_order_key(last, cfg.dtype), cfg.dtype) > hi) {
         last--;
     }
-    // A zero end keeps its sign: [-0, 0] holds both zeros, [0, x] only +0.
-    const uint32_t neg_zero = order_key(sign_bit(cfg.dtype), cfg.dtype), pos_zero = order_key(0, cfg.dtype);
-    if (lo == 0.0) {
-        first = std::signbit(lo) ? neg_zero : pos_zero;
-    }
-    if (hi == 0.0) {
-        last = std::signbit(hi) ? neg_zero : pos_zero;
-    }
+    // A zero end keeps its sign (to_bits(-0.0) is -0): [-0, 0] holds both zeros, [0, x] only +0,
+    // and [+0, -0] is numerically the same interval as [-0, +0].
     if (lo == 0.0 && hi == 0.0 && first > last) {
-        std::swap(first, last);  // [+0, -0]: numerically the same interval as [-0, +0]
+        std::swap(first, last);
     }
-    SweepResult r;
     if (first > last) {
-        return r;
+        return SweepResult{};
     }
     const uint64_t total = uint64_t(last) - first + 1;
-    const uint64_t block = std::min<uint64_t>(total, uint64_t(1) << 24);
-    std::vector<uint32_t> in;
-    for (uint64_t start = 0; start < total; start += block) {
-        const uint64_t len = std::min(block, total - start);
-        in.resize(len);
-        for (uint64_t i = 0; i < len; i++) {
-            in[i] = from_order_key(static_cast<uint32_t>(first + start + i), cfg.dtype);
-        }
-        r.merge(sweep_inputs(cfg, in));
-    }
-    return r;
+    return sweep_blocks(
+        cfg, total, [&](uint64_t i) { return from_order_key(static_cast<uint32_t>(first + i), cfg.dtype); },
+        /*show_progress=*/false);
 }
 
 SweepResult sweep_sampled(const SweepConfig &cfg, uint64_t samples) {
