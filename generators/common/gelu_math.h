@@ -297,8 +297,8 @@ inline Halide::Expr tail_gradient() {
 // scale inv_s = 1/s in the compute type t (s = 1 for standard GELU): y = x * Phi(z), z = x * inv_s.
 // Gradient: d/dx = Phi(z) + z phi(z). t = |z| is clamped to tlim (see below).
 // The result is in t: Float(64) (accurate) or Float(32) (fast); see gelu_erf_f64/_f32.
-// Valid for every x including +-inf (the forward limits come out of the formula: +inf - tiny,
-// -0 - tiny); NaN lanes are left to the caller.
+// Valid for every x including +-inf (the forward limits come out of the formula: +inf (1 - tiny),
+// -0 from a clamped -tiny); NaN lanes are left to the caller.
 //
 // Accurate (float64, gelu_erf_f64): t^2 is exact, e^{-t^2/2} by exp_neg_f64 (2.0e-9), u = 1/(3+t)
 //   from reciprocal() (correctly rounded), Q = e^{-t^2/2} u P(u) with the degree-10 kMillsAcc (1.0e-9):
@@ -310,8 +310,8 @@ inline Halide::Expr tail_gradient() {
 namespace detail {
 
 // Where t is clamped. Forward, float64: t = 37, where e^{-t^2/2} = 2e-298 (exp_neg_f64's range
-// ends at 684.5 < 700): the tail |x| Q(t) of a clamped lane is below 1e-294 even for |x| near
-// FLT_MAX (the factor is min(|x|, 65536), below), so it rounds to 0 in float32 and stays
+// ends at 684.5 < 700): the tail |x| Q(t) of a clamped lane is below 1e-294 even for x near
+// -FLT_MAX (x is raised to -65536 first, below), so it rounds to 0 in float32 and stays
 // negligible when an FFN epilogue multiplies GELU(z) by a gate before rounding (GeGLU: a float32
 // gate up to 3.4e38 times 1e-294). Between 15 and 37 the Mills polynomial is extrapolated
 // (checked: within 0.3% of the true ratio; the tail there is below half the smallest float32
@@ -319,7 +319,8 @@ namespace detail {
 // underflows float32 (n = 162): the tail is exactly 0 beyond. Gradient: multiplied by dy
 // afterwards, and |dy| can reach 3.4e38: t phi(t) * 3.4e38 stays above 0.7e-45 up to t ~ 19.5,
 // so the float64 gradient is evaluated up to t = 20 (beyond it even dy = FLT_MAX gives a product
-// below half the smallest subnormal), with the asymptotic series beyond the fit's 15. The
+// below half the smallest subnormal), with the Mills fit extrapolated beyond its 15 (see
+// gelu_erf_f64). The
 // float32 gradient goes to t = 20 as well: it never forms phi(t) (below float32's range beyond
 // t ~ 14) but dy times its mantissa, scaled by 2^-n afterwards (times_ldexp_neg), and uses the
 // Mills fit extrapolated beyond 15: in GELU'(-t) = phi(t) (M(t) - t) the fit's error at t = 20
@@ -332,17 +333,20 @@ inline double erf_tlim(bool gradient, bool f64) {
     return gradient ? 20.0 : 37.0;
 }
 
-// Forward: y = max(x, 0) - |x| Q(t) (= x Phi(z) on both sides: x - x Q for x > 0, -|x| Q for
-// x < 0). The factor |x| is min(|x|, 65536) (float32 path: 128), so that x = +-inf gives
-// inf - tiny and -tiny (-0 after rounding) instead of inf * 0; for |z| <= 15, |x| <= 15 s is
-// below it as long as s <= 4096 (float32: s <= 8).
+// Forward: y = x (1 - Q(t)) for z > 0, x Q(t) for z <= 0 (= x Phi(z)), with x raised to
+// -65536 first, so that x = -inf gives -tiny (-0 after rounding) instead of -inf * tiny; for
+// |z| <= 15, |x| <= 15 s is above -65536 as long as s <= 4096. (The float32 path, gelu_erf_f32,
+// keeps max(x, 0) - min(|x|, 128) Q with the 2^-n scaling of its tail, for s <= 8.)
 inline Halide::Expr gelu_erf_f64(const Halide::Expr &x32, const Halide::Expr &inv_s, bool gradient) {
     using namespace Halide;
     const Type t = Float(64);
-    const double tmax = coeffs::kMillsTMax;
     const double inv_sqrt_2pi = 0.398942280401432677940;
     const double tlim = erf_tlim(gradient, true);
-    Expr x = cast<double>(x32);
+    // Forward: x below -65536 is raised to -65536 (one float32 op on the storage-width vector),
+    // so that x = -inf gives -65536 Q(t) = -tiny (-0 after rounding) instead of -inf * tiny;
+    // for s <= 4096 every such x has a GELU that rounds to -0 anyway (|z| >= 16:
+    // |x| Q(|x|/s) <= 65536 Q(16) = 4e-53 at the boundary, and it falls faster than |x| grows).
+    Expr x = cast<double>(gradient ? x32 : max(x32, k(Float(32), -65536.0)));
     Expr z = x * inv_s;
     Expr t_abs = min(abs_bits(z), k(t, tlim));            // clamp: also keeps inf out of the polynomials
     // e^{-t^2/2}; t^2 is exact for s = 1 (and powers of 2), else within 2^-53 relative.
@@ -350,19 +354,21 @@ inline Halide::Expr gelu_erf_f64(const Halide::Expr &x32, const Halide::Expr &in
     Expr u = reciprocal(k(t, coeffs::kMillsAccShift) + t_abs, t);
     Expr p = u * horner(u, coeffs::kMillsAcc, 11, t);    // M(t) / sqrt(2 pi)
     if (!gradient) {
-        Expr y = max(x, k(t, 0.0)) - min(abs_bits(x), k(t, 65536.0)) * (e * p);
-        return or_sign_of(y, x);                          // x = -0 -> -0; x < 0 underflow -> -0
+        // x Phi(z) = x (1 - Q) for z > 0 and x Q for z <= 0, one select and one product:
+        // x = +inf gives inf (1 - tiny); x = -0 gives -0 Q = -0, and the negative products keep
+        // their sign into a float32 or half -0. (It was max(x, 0) - min(|x|, 65536) Q with the
+        // sign of x set afterwards: LLVM narrowed max(x, 0) to float32 and widened it again,
+        // two more conversions per 16 lanes; 101 -> 91 AVX-512 instructions per 16 elements
+        // with the s = 1 specialization, gelu_generator.cpp.)
+        Expr q = e * p;
+        return x * select(z > k(t, 0.0), k(t, 1.0) - q, q);
     }
-    if (tlim > tmax) {
-        // Beyond the fit (t in (15, 20], float64 gradient only): the asymptotic series
-        // M(t) = (1/t)(1 - 1/t^2 + 3/t^4 - 15/t^6 + 105/t^8 - 945/t^10) (Abramowitz & Stegun
-        // 26.2.12); the first omitted term, 10395/t^12, is 8e-11 relative at t = 15, below the
-        // fit's 1.0e-9. In w = phi(t)(M - t) the error of M is divided by t^2 >= 225 again.
-        const double asym[] = {inv_sqrt_2pi, -inv_sqrt_2pi, 3 * inv_sqrt_2pi, -15 * inv_sqrt_2pi,
-                               105 * inv_sqrt_2pi, -945 * inv_sqrt_2pi};
-        Expr v = reciprocal(max(t_abs, k(t, tmax)), t);  // (t >= 15: no 1/0 in unused lanes)
-        p = select(t_abs > k(t, tmax), v * horner(v * v, asym, 6, t), p);
-    }
+    // Beyond the fit (t in (15, 20], float64 gradient only) the Mills polynomial is extrapolated:
+    // its Q is within 4.0e-9 of the true Q there and w = phi(t) (M(t) - t) within 1.1e-11 (the
+    // error of M divided by ~t^2; mpmath, 2001 points, 2026-12-07). It replaces the asymptotic
+    // series M(t) = (1/t)(1 - 1/t^2 + 3/t^4 - ...) (Abramowitz & Stegun 26.2.12) used there
+    // before: two more float64 divisions and 12 more FMAs per 16 lanes, in a loop short of
+    // registers (157 -> 128 AVX-512 instructions per 16 elements).
     // w = phi(t) (M(t) - t);  GELU'(x) = 1 - w for z >= 0, w for z < 0 (Phi(-t) - t phi(t)).
     // Near the root z* = -0.7518 of GELU' this difference cancels: the error there is absolute.
     // At z = +-0 GELU' is exactly 1/2; the tie bias of Q(0) would give 1/2 + 2^-41 and round
@@ -458,13 +464,16 @@ inline Halide::Expr gelu_erf(const Halide::Expr &x32, const Halide::Expr &inv_s,
 // sigma is evaluated without overflow from e = e^{-|v|} <= 1:
 //   sigma(v) = 1/(1+e) for v >= 0, e/(1+e) for v < 0;  sigma(1-sigma) = e/(1+e)^2.
 // Gradient: sigma(v) + x v'(x) sigma(v)(1 - sigma(v)).
-// x is clamped to +-lim before v is formed (no overflow of x^3 for any finite x); lim is where
-// the tail e^{-|v|} times |x| is below float32's smallest subnormal, so the clamp changes no
-// result; results on the negative side beyond it are -0.
+// float32: x is clamped to +-lim before v is formed (no overflow of x^3 for any finite x); lim
+// is where the tail e^{-|v|} times |x| is below float32's smallest subnormal, so the clamp
+// changes no result; results on the negative side beyond it are -0. float64: no clamp (below).
 //  Accurate (f64): within 1 float32 ULP of the formula evaluated in double.
 //  Fast (f32): the tanh form's v carries float32 rounding errors of a few |v| 2^-24, which
 //  e^{-|v|} turns into as many ULP for large negative x (up to 215 ULP forward, README accuracy
-//  table; an exact v would need a double-float cubic, ~15 more ops per vector). The sigmoid
+//  table). Tried 2026-12-07: v and its reduction against ln2 in float64 (X converted to two
+//  float64 vectors, r and n back) gave 4 ULP over all 2^32 inputs, but the forward took 24%
+//  longer on avx512_zen4 (0.802 -> 0.996 ns/element, 57 -> 64 instructions, eight of them
+//  512-bit conversions) and 20% on AVX2, the backward 27% / 11%: not adopted. The sigmoid
 //  form's 1.702|x| is never rounded as a whole: exp_neg_sigmoid_f32 reduces it against ln2 from
 //  exact 12-bit splits (<= 4 ULP forward over all inputs). The float32
 //  gradient needs dy and returns dx = dy GELU'(x) (on the negative side formed as
@@ -477,16 +486,22 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     const double c1 = 2.0 * sqrt_2_over_pi;
     const double c3 = 2.0 * sqrt_2_over_pi * 0.044715;
     bool f64 = t.bits() == 64;
-    // Forward: v(12) = 142 (tanh), v(70) = 119 (sigmoid): |x| e^{-|v|} < 1e-50 beyond, far
-    // below float32's smallest subnormal. The gradient is multiplied by dy (up to 3.4e38), so
-    // its float64 evaluation needs |x v'(x)| e^{-|v|} < 2e-84 beyond the clamp: tanh at
-    // x = 14 (v = 218: 610 * 2.6e-95), sigmoid at x = 120 (v = 204: 204 * 2.5e-89). The float32
-    // gradient uses the same limits (|v| <= 218 < 256, the range of exp_neg_f32's fixed point;
-    // n <= 315, within times_ldexp_neg's 316); the float32 forward keeps 12 / 70.
+    // The float32 clamps. Forward: v(12) = 142 (tanh), v(70) = 119 (sigmoid): |x| e^{-|v|} <
+    // 1e-50 beyond, far below float32's smallest subnormal. The gradient is multiplied by dy
+    // (up to 3.4e38), so it needs |x v'(x)| e^{-|v|} < 2e-84 beyond the clamp: tanh at x = 14
+    // (v = 218: 610 * 2.6e-95), sigmoid at x = 120 (v = 204: 204 * 2.5e-89); |v| <= 218 < 256,
+    // the range of exp_neg_f32's fixed point, and n <= 315, within times_ldexp_neg's 316.
     const bool wide = gradient;
     const double lim = form == GeluForm::Tanh ? (wide ? 14.0 : 12.0) : (wide ? 120.0 : 70.0);
 
-    Expr xc = clamp(x, k(t, -lim), k(t, lim));
+    // float64 (f64): x is not clamped. |x|^3 <= 4e115 cannot overflow there, and e^{-|v|} takes
+    // min(|v|, 700) (exp_neg_f64's range): beyond |v| = 218 that changes no result (forward:
+    // |x| e^{-700} <= 3.4e38 * 9.9e-305 rounds to -0; gradient: |x v'(x)| e^{-700} <= 8.4e114 *
+    // 9.9e-305, times any finite dy still far below float32's smallest subnormal, while
+    // dy = +-inf gives -+inf as tail_gradient does). x = +-inf are the caller's (gelu_eval).
+    // That saves the clamp, a second float64 conversion of x and the selects for x < -lim:
+    // 92 -> 80 AVX-512 instructions per 16 elements for the tanh forward (2026-12-07).
+    Expr xc = f64 ? x : clamp(x, k(t, -lim), k(t, lim));
     Expr v, dv;
     if (form == GeluForm::Tanh) {
         Expr x2 = xc * xc;
@@ -500,17 +515,17 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     // goes to 2^-17 fixed point (exp_neg_f32: A < 2^25; A is even above 2^24, so float32 holds
     // it exactly; the remainder is exact); the sigmoid form's |x| <= 120 to exp_neg_sigmoid_f32.
     if (f64) {
-        Expr ev = detail::exp_neg_f64(abs(v), /*fine=*/true);  // e^{-|v|}
+        Expr ev = detail::exp_neg_f64(min(detail::abs_bits(v), k(t, 700.0)), /*fine=*/true);  // e^{-|v|}
         Expr inv = detail::reciprocal(k(t, 1.0) + ev, t);
         Expr positive = v >= k(t, 0.0);
-        Expr below = x < k(t, -lim);
         if (!gradient) {
-            return select(x == k(t, 0.0), x, positive, x * inv, below, k(t, -0.0), (xc * ev) * inv);
+            // x / (1 + e) for v >= 0 (x = +-0 included: +-0), x e / (1 + e) for v < 0.
+            return x * select(positive, inv, ev * inv);
         }
-        Expr g_pos = inv + xc * dv * ev * inv * inv;
-        Expr g_neg = ev * inv * (k(t, 1.0) + xc * dv * inv);
+        Expr g_pos = inv + x * dv * ev * inv * inv;
+        Expr g_neg = ev * inv * (k(t, 1.0) + x * dv * inv);
         // x = +-0: exactly 1/2 (the exp's tie bias would give 1/2 + 2^-41; see gelu_erf_f64).
-        return select(x == k(t, 0.0), k(t, 0.5), positive, g_pos, below, tail_gradient(), g_neg);
+        return select(x == k(t, 0.0), k(t, 0.5), positive, g_pos, g_neg);
     }
     Expr mask = detail::negative_lane_mask(x);
     detail::SplitExp e;
