@@ -364,11 +364,11 @@ inline Halide::Expr gelu_erf_f64(const Halide::Expr &x32, const Halide::Expr &in
         return x * select(z > k(t, 0.0), k(t, 1.0) - q, q);
     }
     // Beyond the fit (t in (15, 20], float64 gradient only) the Mills polynomial is extrapolated:
-    // its Q is within 4.0e-9 of the true Q there and w = phi(t) (M(t) - t) within 1.1e-11 (the
+    // its Q is within 4.1e-9 of the true Q there and w = phi(t) (M(t) - t) within 1.1e-11 (the
     // error of M divided by ~t^2; mpmath, 2001 points, 2026-12-07). It replaces the asymptotic
     // series M(t) = (1/t)(1 - 1/t^2 + 3/t^4 - ...) (Abramowitz & Stegun 26.2.12) used there
     // before: two more float64 divisions and 12 more FMAs per 16 lanes, in a loop short of
-    // registers (157 -> 128 AVX-512 instructions per 16 elements).
+    // registers (157 -> 125 AVX-512 instructions per 16 elements, s = 1 loop).
     // w = phi(t) (M(t) - t);  GELU'(x) = 1 - w for z >= 0, w for z < 0 (Phi(-t) - t phi(t)).
     // Near the root z* = -0.7518 of GELU' this difference cancels: the error there is absolute.
     // At z = +-0 GELU' is exactly 1/2; the tie bias of Q(0) would give 1/2 + 2^-41 and round
@@ -500,7 +500,7 @@ inline Halide::Expr gelu_sigma(const Halide::Expr &x, GeluForm form, bool gradie
     // 9.9e-305, times any finite dy still far below float32's smallest subnormal, while
     // dy = +-inf gives -+inf as tail_gradient does). x = +-inf are the caller's (gelu_eval).
     // That saves the clamp, a second float64 conversion of x and the selects for x < -lim:
-    // 92 -> 80 AVX-512 instructions per 16 elements for the tanh forward (2026-12-07).
+    // 92 -> 69 AVX-512 instructions per 16 elements for the tanh forward, with |v| by abs_bits (2026-12-07).
     Expr xc = f64 ? x : clamp(x, k(t, -lim), k(t, lim));
     Expr v, dv;
     if (form == GeluForm::Tanh) {
@@ -707,7 +707,20 @@ inline Halide::Expr gelu_backward_output(const Halide::Expr &x_storage, const Ha
     const Type st = dy_storage.type();
     Expr dy = cast(t, storage_to_f32(dy_storage, bf16_bits));
     Expr dx = narrow_to_storage(gelu_eval(x_storage, form, /*gradient=*/true, inv_s, t, bf16_bits, dy), st, bf16_bits);
-    return select(classify(x_storage).is_nan || classify(dy_storage).is_nan, quiet_nan(st), dx);
+    StorageClass cx = classify(x_storage), cdy = classify(dy_storage);
+    Expr nan = cx.is_nan || cdy.is_nan;
+    if (t.bits() == 64) {
+        // x = -inf with dy = +-inf: dy GELU'(-inf) = inf * -0 is NaN (the float32 kernels give
+        // the limit -+inf from their clamps instead: README, Numerics). Selected on the storage
+        // bits: the computed NaN did not survive Halide's emulated float16 conversion on targets
+        // without F16C, which gave -inf for both signs of dy (found by review, 2026-12-07).
+        // Under fast-math LLVM may still drop this select: it did in the predicated tail vector
+        // of the float32 kernels (avx512_zen4 assembly, 2026-12-07), where the result is then
+        // the x86 default NaN 0xFFC00000 of inf * -0 rather than 0x7FC00000 -- a NaN either way
+        // (tests/test_gelu_kernels.cpp, InfiniteInputsAndGradients, accepts any NaN here).
+        nan = nan || (cx.is_neg_inf && (cdy.is_pos_inf || cdy.is_neg_inf));
+    }
+    return select(nan, quiet_nan(st), dx);
 }
 
 }  // namespace gelukit
