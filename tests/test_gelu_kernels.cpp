@@ -315,7 +315,6 @@ TEST_P(EveryKernel, InfiniteInputsAndGradients) {
     // Each case at the start, the middle and the end of 67 ordinary inputs.
     const std::size_t n = 67;
     std::vector<uint32_t> x = inputs(n, 31), dy = inputs(n, 32);
-    std::vector<std::size_t> at;
     for (std::size_t pos : {std::size_t(0), n / 2, n - 1}) {
         for (const Case &c : cases) {
             x[pos] = c.x;

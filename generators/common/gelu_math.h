@@ -342,10 +342,9 @@ inline Halide::Expr gelu_erf_f64(const Halide::Expr &x32, const Halide::Expr &in
     const Type t = Float(64);
     const double inv_sqrt_2pi = 0.398942280401432677940;
     const double tlim = erf_tlim(gradient, true);
-    // Forward: x below -65536 is raised to -65536 (one float32 op on the storage-width vector),
-    // so that x = -inf gives -65536 Q(t) = -tiny (-0 after rounding) instead of -inf * tiny;
-    // for s <= 4096 every such x has a GELU that rounds to -0 anyway (|z| >= 16:
-    // |x| Q(|x|/s) <= 65536 Q(16) = 4e-53 at the boundary, and it falls faster than |x| grows).
+    // Forward: x raised to -65536 (see above; one float32 op on the storage-width vector). For
+    // s <= 4096 every such x has a GELU that rounds to -0 anyway: |x| Q(|x|/s) <= 65536 Q(16)
+    // = 4e-53 at the boundary, and it falls faster than |x| grows.
     Expr x = cast<double>(gradient ? x32 : max(x32, k(Float(32), -65536.0)));
     Expr z = x * inv_s;
     Expr t_abs = min(abs_bits(z), k(t, tlim));            // clamp: also keeps inf out of the polynomials
@@ -358,8 +357,8 @@ inline Halide::Expr gelu_erf_f64(const Halide::Expr &x32, const Halide::Expr &in
         // x = +inf gives inf (1 - tiny); x = -0 gives -0 Q = -0, and the negative products keep
         // their sign into a float32 or half -0. (It was max(x, 0) - min(|x|, 65536) Q with the
         // sign of x set afterwards: LLVM narrowed max(x, 0) to float32 and widened it again,
-        // two more conversions per 16 lanes; 101 -> 91 AVX-512 instructions per 16 elements
-        // with the s = 1 specialization, gelu_generator.cpp.)
+        // two more conversions per 16 lanes; 101 -> 96 AVX-512 instructions per 16 elements
+        // in the s = 1 loop of gelu_generator.cpp.)
         Expr q = e * p;
         return x * select(z > k(t, 0.0), k(t, 1.0) - q, q);
     }
