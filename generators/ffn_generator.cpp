@@ -408,6 +408,14 @@ public:
             act = gelukit::gelu_eval(z, form, /*gradient=*/false, Internal::make_const(ct, 1.0), ct,
                                      bf16_bits());  // s = 1
             if (gated()) {
+                if (form == GeluForm::Erf) {
+                    // The erf forward gets x = -inf right only after rounding (x is raised to
+                    // -65536 first, gelu_math.h): here its tiny nonzero value would meet the gate
+                    // unrounded, and an infinite gate would give -+inf. GELU(-inf) is -0, so the
+                    // product is NaN (as IEEE 754's 0 * inf, and as the tanh and sigmoid forms,
+                    // whose gelu_eval selects -0, give).
+                    act = select(gelukit::classify(z).is_neg_inf, Internal::make_const(ct, -0.0), act);
+                }
                 act = act * cast(ct, zv(pi, po, m));
             }
         }
