@@ -153,20 +153,15 @@ TEST(FfnEdges, GeGLUFarTailTimesHugeGate) {
     EXPECT_EQ(geglu_gate(-20.0f, 1e38f), 0.0f);
 }
 
-// GELU(-inf) = -0 (the limit), so an infinite gate gives -0 * +-inf = NaN, as IEEE 754 has it,
-// in every form and dtype; a finite gate gives a zero. (The erf form's epilogue had computed
-// GELU from x raised to -65536 in float64, a tiny nonzero -65536 Q(37) that an infinite gate
-// turned into -+inf, while tanh and sigmoid gave NaN: found in review, 2026-12-07.)
-uint16_t bf16_bits(float f) {
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return static_cast<uint16_t>(b >> 16);  // exact for the values used here (1, +-inf)
-}
-
-bool glu_output_is_nan(Form form, DType dt, float z, float zv) {
+// GELU(-inf) = -0 and SiLU(-inf) = -0 (the limits), so an infinite gate gives -0 * +-inf = NaN,
+// as IEEE 754 has it, in every form and dtype of GeGLU and in SwiGLU; a finite gate gives a
+// zero. (The erf form's epilogue had computed GELU from x raised to -65536 in float64, a tiny
+// nonzero -65536 Q(37) that an infinite gate turned into -+inf, while tanh and sigmoid gave
+// NaN: found in review, 2026-12-07.)
+float glu_output(FfnKind kind, Form form, DType dt, float z, float zv) {
     FeedForwardWeights w;
     FeedForwardOptions o;
-    o.kind = FfnKind::GeGLU;
+    o.kind = kind;
     o.form = form;
     o.dtype = dt;
     if (dt == DType::F32) {
@@ -175,26 +170,36 @@ bool glu_output_is_nan(Form form, DType dt, float z, float zv) {
         w.v = TensorView::contiguous(v, dt, {1, 1});
         w.w2 = TensorView::contiguous(w2, dt, {1, 1});
         FeedForward(w, o).forward(TensorView::contiguous(h, dt, {1, 1}), TensorView::contiguous(&y, dt, {1, 1}));
-        return std::isnan(y);
+        return y;
     }
-    // bf16: d_model is padded to the pair size by the runtime; one column is enough here.
-    uint16_t h[1] = {bf16_bits(1.0f)}, w1[1] = {bf16_bits(z)}, v[1] = {bf16_bits(zv)}, w2[1] = {bf16_bits(1.0f)},
-             y = 0x4242;
+    // bf16 (1 and +-inf are exact): d_model = 1 is padded to the pair size by the runtime.
+    uint16_t h[1] = {to_bf(1.0f)}, w1[1] = {to_bf(z)}, v[1] = {to_bf(zv)}, w2[1] = {to_bf(1.0f)}, y = 0x4242;
     w.w1 = TensorView::contiguous(w1, dt, {1, 1});
     w.v = TensorView::contiguous(v, dt, {1, 1});
     w.w2 = TensorView::contiguous(w2, dt, {1, 1});
     FeedForward(w, o).forward(TensorView::contiguous(h, dt, {1, 1}), TensorView::contiguous(&y, dt, {1, 1}));
-    return (y & 0x7F80) == 0x7F80 && (y & 0x7F) != 0;
+    const uint32_t bits = uint32_t(y) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
 }
 
-TEST(FfnEdges, GeGLUNegInfTimesInfiniteGateIsNaN) {
-    for (Form form : {Form::Erf, Form::Tanh, Form::Sigmoid}) {
+TEST(FfnEdges, GluNegInfTimesInfiniteGateIsNaN) {
+    struct Kf {
+        FfnKind kind;
+        Form form;
+        const char *name;
+    };
+    const Kf kinds[] = {{FfnKind::GeGLU, Form::Erf, "geglu erf"},
+                        {FfnKind::GeGLU, Form::Tanh, "geglu tanh"},
+                        {FfnKind::GeGLU, Form::Sigmoid, "geglu sigmoid"},
+                        {FfnKind::SwiGLU, Form::Erf, "swiglu"}};
+    for (const Kf &kf : kinds) {
         for (DType dt : {DType::F32, DType::BF16}) {
-            const std::string what = std::string(form == Form::Erf ? "erf" : form == Form::Tanh ? "tanh" : "sigmoid") +
-                                     (dt == DType::F32 ? " f32" : " bf16");
-            EXPECT_TRUE(glu_output_is_nan(form, dt, -INFINITY, INFINITY)) << what << ": GELU(-inf) * +inf";
-            EXPECT_TRUE(glu_output_is_nan(form, dt, -INFINITY, -INFINITY)) << what << ": GELU(-inf) * -inf";
-            EXPECT_FALSE(glu_output_is_nan(form, dt, -INFINITY, 2.0f)) << what << ": GELU(-inf) * 2";
+            const std::string what = std::string(kf.name) + (dt == DType::F32 ? " f32" : " bf16");
+            EXPECT_TRUE(std::isnan(glu_output(kf.kind, kf.form, dt, -INFINITY, INFINITY))) << what << ": (-inf) * +inf";
+            EXPECT_TRUE(std::isnan(glu_output(kf.kind, kf.form, dt, -INFINITY, -INFINITY))) << what << ": (-inf) * -inf";
+            EXPECT_EQ(glu_output(kf.kind, kf.form, dt, -INFINITY, 2.0f), 0.0f) << what << ": (-inf) * 2";
         }
     }
 }

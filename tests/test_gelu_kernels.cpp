@@ -312,34 +312,41 @@ TEST_P(EveryKernel, InfiniteInputsAndGradients) {
         cases.push_back({ninf, 0, nzero});
         cases.push_back({qnan, 0, qnan});
     }
-    // Each case at the start, the middle and the end of 67 ordinary inputs, three cases per
-    // call (ceil(14 / 3) = 5 backward calls, not 3 * 14: under qemu every call of an Adams2019
-    // kernel runs a whole 786,432-element tile). 67 = 64 + 3, so positions 64..66 are the
-    // remainder after whole vectors at every width here (4, 8, 16 or 32 lanes): each case also
-    // goes through the vector tail.
-    const std::size_t n = 67, group = 3;
-    const std::size_t starts[] = {0, n / 2, n - group};
+    // Each case at the start, the middle and the end of 259 ordinary inputs, three cases per
+    // call, each group three times with its cases rotated (15 backward calls per kernel, not one
+    // per case and place: under qemu every call of an Adams2019 kernel runs a whole
+    // 786,432-element tile), so that every case lands on the first and the last element.
+    // 259 = 256 + 3: positions 256..258 are the remainder after whole vectors at every width
+    // the registry builds (4 to 128 lanes: the tuned kernels' vector_multiple reaches 8, i.e.
+    // 128 bf16 lanes on AVX-512), so each case also goes through the vector tail; 129..131 lie
+    // in a whole vector at every width.
+    const std::size_t n = 259, group = 3;
     for (std::size_t first = 0; first < cases.size(); first += group) {
-        std::vector<uint32_t> x = inputs(n, 31), dy = inputs(n, 32);
         const std::size_t count = std::min(group, cases.size() - first);
-        for (std::size_t start : starts) {
-            for (std::size_t i = 0; i < count; ++i) {
-                x[start + i] = cases[first + i].x;
-                dy[start + i] = cases[first + i].dy;
+        const std::size_t starts[] = {0, 129, n - count};  // the group ends on the last element
+        for (std::size_t rot = 0; rot < count; ++rot) {
+            std::vector<uint32_t> x = inputs(n, 31), dy = inputs(n, 32);
+            auto slot = [&](std::size_t i) { return (i + rot) % count; };  // case i's offset
+            for (std::size_t start : starts) {
+                for (std::size_t i = 0; i < count; ++i) {
+                    x[start + slot(i)] = cases[first + i].x;
+                    dy[start + slot(i)] = cases[first + i].dy;
+                }
             }
-        }
-        const std::vector<uint32_t> out =
-            backward() ? run_backward(x, dy, dt, opts()) : run_forward(x, dt, opts());
-        for (std::size_t start : starts) {
-            for (std::size_t i = 0; i < count; ++i) {
-                const Case &c = cases[first + i];
-                const std::size_t pos = start + i;
-                // A NaN computed from x = -inf and dy = +-inf may keep the x86 default NaN's
-                // sign (gelu_math.h, gelu_backward_output); NaN inputs give the canonical quiet NaN.
-                const bool computed_nan = backward() && c.want == qnan && c.x == ninf;
-                const bool ok = computed_nan ? std::isnan(bits_to_double(out[pos], dt)) : out[pos] == c.want;
-                EXPECT_TRUE(ok) << k().name << " at " << pos << std::hex << ": x 0x" << c.x << " dy 0x" << c.dy
-                                << " got 0x" << out[pos] << " want 0x" << c.want;
+            const std::vector<uint32_t> out =
+                backward() ? run_backward(x, dy, dt, opts()) : run_forward(x, dt, opts());
+            for (std::size_t start : starts) {
+                for (std::size_t i = 0; i < count; ++i) {
+                    const Case &c = cases[first + i];
+                    const std::size_t pos = start + slot(i);
+                    // A NaN computed from x = -inf and dy = +-inf may keep the x86 default NaN's
+                    // sign (gelu_math.h, gelu_backward_output); NaN inputs give the canonical
+                    // quiet NaN.
+                    const bool computed_nan = backward() && c.want == qnan && c.x == ninf;
+                    const bool ok = computed_nan ? std::isnan(bits_to_double(out[pos], dt)) : out[pos] == c.want;
+                    EXPECT_TRUE(ok) << k().name << " at " << pos << std::hex << ": x 0x" << c.x << " dy 0x"
+                                    << c.dy << " got 0x" << out[pos] << " want 0x" << c.want;
+                }
             }
         }
     }

@@ -631,7 +631,10 @@ inline Halide::Type compute_type(MathMode mode) {
 }
 
 // GELU(x) (forward) or dy GELU'(x) (gradient; dy in compute type t) of a storage value, in
-// compute type t, with the infinities applied. The gradient comes with dy because float32
+// compute type t, with the infinities applied -- except that the float64 erf forward gives
+// x = -inf a tiny negative value (-65536 Q(37) = -3.8e-295) that only the rounding to the
+// storage type makes -0: a caller that multiplies before rounding (the GeGLU epilogue) selects
+// -0 itself. The gradient comes with dy because float32
 // math multiplies dy in before the 2^-n scaling of the tails (times_ldexp_neg); float64 simply
 // multiplies. NaN lanes hold an unspecified value: callers override them (gelu_forward_output
 // & co). inv_s (1/s in the compute type) is only used by the erf form.
@@ -643,7 +646,7 @@ inline Halide::Expr gelu_eval(const Halide::Expr &x_storage, GeluForm form, bool
     Expr x32 = storage_to_f32(x_storage, bf16_bits);  // exact for fp16/bf16
     Expr xt = cast(t, x32);
     if (form == GeluForm::Erf && !gradient) {
-        return gelu_erf(x32, inv_s, false, t);  // +-inf give +inf and -0 by the formula itself
+        return gelu_erf(x32, inv_s, false, t);  // +-inf give +inf and (after rounding) -0 by the formula
     }
     if (gradient && !dy.defined()) {
         throw std::logic_error("gelu_eval: the gradient needs dy");
