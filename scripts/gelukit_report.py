@@ -402,6 +402,23 @@ def _threads_of(keys):
         return None
 
 
+def contended_keys(results):
+    """The keys of the GELU/results rows that contention_suspects lists (their multi-thread time
+    is over CONTENTION_FACTOR x the same row at 1 thread): the ratio plot marks them."""
+    one = {}
+    for (fam, pos, variant, keys), (ns, _gbs) in results.items():
+        if _threads_of(keys) == 1:
+            one[(fam, pos, variant, tuple(kv for kv in keys if kv[0] != "threads"))] = ns
+    out = set()
+    for key, (ns, _gbs) in results.items():
+        fam, pos, variant, keys = key
+        t = _threads_of(keys)
+        base = one.get((fam, pos, variant, tuple(kv for kv in keys if kv[0] != "threads")))
+        if t is not None and t > 1 and base and ns > CONTENTION_FACTOR * base:
+            out.add(key)
+    return out
+
+
 def contention_suspects(results, ffn):
     """Rows whose multi-thread time exceeds CONTENTION_FACTOR x the same row at 1 thread, as
     (name, threads, time at t, time at 1 thread, unit), slowest ratio first."""
@@ -529,7 +546,7 @@ def render_plots(context, results, ffn, plots_dir, profiles, out_path):
     made = []
     try:
         made += report_plots.gelu_throughput(results, plots_dir)
-        made += report_plots.gelu_vs_baseline(results, plots_dir, BASELINE)
+        made += report_plots.gelu_vs_baseline(results, plots_dir, BASELINE, contended_keys(results))
         made += report_plots.ffn_vs_peak(ffn, context, plots_dir)
         made += report_plots.ulp_profiles(profiles, plots_dir)
     except OSError as e:

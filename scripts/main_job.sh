@@ -33,4 +33,4 @@ for form in erf tanh sigmoid; do
 done
 .venv/bin/python3 scripts/gelukit_report.py build/report/bench.json --out build/report/report.md \
     --plots-dir build/report/plots "${profiles[@]}"
-echo "main job: wrote build/report/bench.json, build/report/report.md and build/report/plots/*.png"
+echo "main job: wrote build/report/bench.json, build/report/report.md, build/report/plots/*.png and build/report/ulp/*.csv"

@@ -92,8 +92,12 @@ def gelu_throughput(results, plots_dir):
     return out
 
 
-def gelu_vs_baseline(results, plots_dir, baseline):
-    """Throughput relative to the baseline (oneDNN) for every variant and group, per size."""
+def gelu_vs_baseline(results, plots_dir, baseline, contended=frozenset()):
+    """Throughput relative to the baseline (oneDNN) for every variant and group, per size, on a
+    log axis (ratios are multiplicative: 0.5x and 2x lie equally far from 1x). Rows in
+    `contended` (keys whose multi-thread time is over twice their 1-thread time: other processes
+    on the cores, gelukit_report.contended_keys) make the ratio meaningless whether they are the
+    variant's or the baseline's; their bars are grey and hatched, and the title counts them."""
     out = []
     gelu = {k: v for k, v in results.items() if k[0] == "gelu"}
     base = {(k[1], k[3]): v[0] for k, v in gelu.items() if k[2] == baseline}
@@ -104,23 +108,40 @@ def gelu_vs_baseline(results, plots_dir, baseline):
             # memcpy is the memory bound (in the throughput plot), not a GELU implementation.
             if k[2] in (baseline, "memcpy") or dict(k[3]).get("N") != n or (k[1], k[3]) not in base:
                 continue
-            bars.append(("/".join(k[1]) + " " + k[2] + f" t{dict(k[3]).get('threads', '1')}",
-                         base[(k[1], k[3])] / v[0]))
+            suspect = k in contended or ("gelu", k[1], baseline, k[3]) in contended
+            bars.append(("/".join(k[1]) + " " + k[2] + f" t{dict(k[3]).get('threads', '1')}"
+                         + (" [contended]" if suspect else ""), base[(k[1], k[3])] / v[0], suspect))
         if not bars:
             continue
         fig, ax = plt.subplots(figsize=(9, max(4, 0.18 * len(bars))))
-        labels = [b[0] for b in bars]
         values = [b[1] for b in bars]
-        ax.barh(range(len(bars)), values, color=["tab:green" if x >= 1 else "tab:red" for x in values])
+        colors = ["lightgrey" if b[2] else "tab:green" if b[1] >= 1 else "tab:red" for b in bars]
+        # Bars grow from 1x (parity) to the ratio: left for slower, right for faster.
+        drawn = ax.barh(range(len(bars)), [v - 1.0 for v in values], left=1.0, color=colors)
+        for bar, b in zip(drawn, bars):
+            if b[2]:
+                bar.set_hatch("//")
         ax.axvline(1.0, color="black", linewidth=1)
+        ax.set_xscale("log")
+        trusted = [b[1] for b in bars if not b[2]]
+        if trusted:  # the axis spans the trustworthy ratios; contended bars are cut at its ends
+            ax.set_xlim(min(0.5, 0.8 * min(trusted)), max(2.0, 1.25 * max(trusted)))
+        ratio_label = FuncFormatter(lambda x, _pos: f"{x:g}x")
+        ax.xaxis.set_major_formatter(ratio_label)
+        ax.xaxis.set_minor_formatter(ratio_label)
+        ax.tick_params(axis="x", which="minor", labelsize=7)
         ax.set_yticks(range(len(bars)))
-        ax.set_yticklabels(labels, fontsize=6)
+        ax.set_yticklabels([b[0] for b in bars], fontsize=6)
         ax.invert_yaxis()
-        ax.set_xlabel(f"throughput / {baseline} throughput (> 1: faster than {baseline})")
-        ax.set_title(f"GELU vs {baseline}, N = {n}")
+        ax.set_xlabel(f"throughput / {baseline} throughput (log scale; > 1: faster than {baseline})")
+        n_bad = sum(b[2] for b in bars)
+        ax.set_title(f"GELU vs {baseline}, N = {n}"
+                     + (f" ({n_bad} row{'s' if n_bad != 1 else ''} measured under contention: grey, not meaningful)" if n_bad else ""),
+                     fontsize=9 if n_bad else None)
         path = os.path.join(plots_dir, f"gelu_vs_{baseline}_N{n}.png")
         _save(fig, path)
-        out.append((f"GELU relative to {baseline}, N = {n}", path))
+        out.append((f"GELU relative to {baseline}, N = {n}"
+                    + (f" ({n_bad} row{'s' if n_bad != 1 else ''} measured under contention, grey)" if n_bad else ""), path))
     return out
 
 

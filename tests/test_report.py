@@ -189,6 +189,16 @@ def main():
     if (result.returncode != 0 or "## Warning: multi-thread rows slower than one thread" not in result.stdout
             or listed != ["gelu/forward/f32/erf/acc_hand/N:4096"] or "warning: 1 multi-thread rows" not in result.stderr):
         failures.append(f"contended run: rc {result.returncode}, listed {listed}, stderr {result.stderr!r}")
+    # The ratio plot marks contended rows: with oneDNN rows beside them, the plot of N = 4096
+    # is captioned with one contended row (acc_hand at 2 threads; its baseline is not contended).
+    onednn = {**GELU_ROW, "name": GELU_ROW["name"].replace("acc_hand", "onednn"), "ns_per_elem": 1.0}
+    with open(slow, "w", encoding="utf-8") as f:
+        f.write(bench(gelu(), gelu(name=GELU_ROW["name"].replace("threads:1", "threads:2"), ns_per_elem=200.0),
+                      onednn, {**onednn, "name": onednn["name"].replace("threads:1", "threads:2"), "ns_per_elem": 0.6}))
+    result = run_report(source, [slow, "--plots-dir", os.path.join(work, "contended_plots")])
+    if result.returncode != 0 or "### GELU relative to onednn, N = 4096 (1 row measured under contention, grey)" \
+            not in result.stdout or not os.path.isfile(os.path.join(work, "contended_plots", "gelu_vs_onednn_N4096.png")):
+        failures.append(f"contended ratio plot not marked: rc {result.returncode}, stderr {result.stderr!r}")
     malformed = check_malformed(source, work, fixture, failures)
     for failure in failures:
         print("FAIL:", failure)
