@@ -39,7 +39,7 @@ public:
     GeneratorParam<ScheduleKind> sched{"sched", ScheduleKind::Hand, kScheduleNames};
     // Vector width = natural float32 vector width of the target times this (ILP across
     // independent vectors hides the latency of the ~40-deep dependent polynomial/exp chain).
-    // 0 = the default of effective_vector_multiple().
+    // 0 = the default of effective_vector_multiple() (schedule files and the tuner use 1-8).
     GeneratorParam<int> vector_multiple{"vector_multiple", 0, 0, 8};
     // Elements per parallel task: large enough (tens of microseconds) to amortise Halide's
     // thread-pool dispatch, small enough to balance 512x3072 activations over a few cores.
@@ -156,22 +156,25 @@ protected:
             .gpu_threads(tx);
     }
 
-    // The float32 (fast) kernels interleave two vectors per iteration on x86: their loop is
-    // ~56 instructions (AVX-512) with a ~70-cycle dependent chain through the reciprocal and
-    // two polynomials, and one vector per iteration left the core waiting on it. Measured
-    // 2026-12-07 on the Zen 4 VM (gelukit_bench, N = 1,572,864, one thread, builds with 1 and 2
-    // alternated, 3 rounds, medians of 3): avx512_zen4 fast forward erf 0.790 -> 0.692, tanh
-    // 0.882 -> 0.751 ns/element, backward erf 0.916 -> 0.812, tanh 0.978 -> 0.871; AVX2
-    // (GELUKIT_MAX_ISA=avx2, 2 rounds) -6% to -21% for every fast kernel. The float64 (acc)
-    // kernels, whose loops already hold two float64 vectors per 16 elements in 32 registers,
-    // did not gain (-4% to +7% on AVX-512, -24% to +15% on AVX2, within this VM's noise) and
-    // keep 1, as do the ARM targets (not measured: only qemu here). The tuned kernels set it
-    // from the schedule file.
+    // The float32 (fast) kernels interleave two vectors per iteration on AVX-512: their loop
+    // is ~56 instructions with a ~70-cycle dependent chain through the reciprocal and two
+    // polynomials, and in 32 registers the doubled loop does not spill. Measured 2026-12-07 on
+    // the Zen 4 VM (gelukit_bench, N = 1,572,864, one thread, builds with 1 and 2 alternated,
+    // six rounds with the order swapped; README, GELU speed): tanh forward -10.8%, sigmoid
+    // forward -9.3%, erf backward -9.3%; erf forward +0.2% (its doubled loop reloads
+    // constants: 127 instructions, not 2 x 56), tanh backward -3.1%, sigmoid backward +1.5%,
+    // against -3% to +6% for unchanged controls. The Intel AVX-512 sub-targets get the same
+    // width unmeasured. AVX2 and SSE4.1 (16 registers: the doubled loops spill) read mixed
+    // (sigmoid forward up to +22%) and keep 1, as do the float64 (acc) kernels (no gain) and
+    // ARM (not measured: only qemu here). The tuned kernels set it from the schedule file
+    // (1-8; the tuner's default candidate, 1, is this default only for acc kernels).
     int effective_vector_multiple() const {
         if (vector_multiple > 0) {
             return vector_multiple;
         }
-        return math == MathMode::Fast && this->get_target().arch == Target::X86 ? 2 : 1;
+        // AVX-512: 16 float32 lanes (the avx512_* sub-targets do not all set Target::AVX512).
+        const bool avx512 = this->get_target().arch == Target::X86 && this->natural_vector_size(Float(32)) >= 16;
+        return math == MathMode::Fast && avx512 ? 2 : 1;
     }
 
     void schedule_cpu(Func out, std::initializer_list<OutputImageParam> bufs, const Expr &scale) {

@@ -149,7 +149,7 @@ struct Knob {
     std::string name;
     std::vector<int> values;  // searched values, ascending
     int default_value;
-    int min, max;  // the GeneratorParam's range (cmake/GelukitSchedules.cmake checks the same)
+    int min, max;  // the range a schedule file may hold (cmake/GelukitSchedules.cmake checks the same)
     int step = 1;  // values must be multiples of it (gpu_block: 32, k_block and gpu_rows: 8)
     std::vector<int> excluded = {};  // in range but refused by the generator (avx2_tile_vectors 4, 5)
     // The default is a sentinel for "the generator's choice" (m_block 0, epilogue_at -1), whose
@@ -173,6 +173,9 @@ using Knobs = std::map<std::string, int>;
 
 std::vector<Knob> gelu_knobs() {
     // vector_multiple: independent vectors per iteration (ILP for the ~40-deep dependent chain);
+    // the default candidate 1 is the hand schedule's for the acc kernels tuned here (the
+    // generator's 0 = auto picks 2 only for fast math on AVX-512: a fast row added to the tuned
+    // set would need 2 here, or 0 accepted as "the generator's choice").
     // parallel_grain: elements per parallel task (dispatch overhead vs balance).
     return {{"vector_multiple", {1, 2, 3, 4, 6, 8}, 1, 1, 8},
             {"parallel_grain", {2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144}, 16384, 256, 1 << 24}};
