@@ -402,47 +402,39 @@ def _threads_of(keys):
         return None
 
 
-def contended_keys(results):
-    """The keys of the GELU/results rows that contention_suspects lists (their multi-thread time
-    is over CONTENTION_FACTOR x the same row at 1 thread): the ratio plot marks them."""
-    one = {}
-    for (fam, pos, variant, keys), (ns, _gbs) in results.items():
-        if _threads_of(keys) == 1:
-            one[(fam, pos, variant, tuple(kv for kv in keys if kv[0] != "threads"))] = ns
-    out = set()
-    for key, (ns, _gbs) in results.items():
+def _slow_rows(results, ffn):
+    """Rows whose multi-thread time exceeds CONTENTION_FACTOR x the same row at 1 thread, as
+    (key in results or ffn, name, threads, time at t, time at 1 thread, unit)."""
+    times = {}  # (family, pos, variant, keys without threads) -> {threads: (time, unit, key)}
+    rows = [(key, ns, "ns/elem") for key, (ns, _gbs) in results.items()]
+    rows += [(key, float(row["ms"]), "ms") for key, row in ffn.items() if "ms" in row]
+    for key, value, unit in rows:
         fam, pos, variant, keys = key
         t = _threads_of(keys)
-        base = one.get((fam, pos, variant, tuple(kv for kv in keys if kv[0] != "threads")))
-        if t is not None and t > 1 and base and ns > CONTENTION_FACTOR * base:
-            out.add(key)
+        if t is not None:
+            rest = tuple(kv for kv in keys if kv[0] != "threads")
+            times.setdefault((fam, pos, variant, rest), {})[t] = (value, unit, key)
+    out = []
+    for (fam, pos, variant, rest), by_threads in times.items():
+        if 1 not in by_threads:
+            continue
+        one, unit, _ = by_threads[1]
+        for t, (value, _, key) in by_threads.items():
+            if t > 1 and one > 0 and value > CONTENTION_FACTOR * one:
+                name = "/".join([fam, *pos, variant] + [f"{k}:{v}" for k, v in rest])
+                out.append((key, name, t, value, one, unit))
     return out
+
+
+def contended_keys(results):
+    """The keys of the GELU rows that contention_suspects lists: the ratio plot marks them."""
+    return {row[0] for row in _slow_rows(results, {})}
 
 
 def contention_suspects(results, ffn):
     """Rows whose multi-thread time exceeds CONTENTION_FACTOR x the same row at 1 thread, as
     (name, threads, time at t, time at 1 thread, unit), slowest ratio first."""
-    times = {}  # (family, pos, variant, keys without threads) -> {threads: (time, unit)}
-    for (fam, pos, variant, keys), (ns, _gbs) in results.items():
-        t = _threads_of(keys)
-        if t is not None:
-            rest = tuple(kv for kv in keys if kv[0] != "threads")
-            times.setdefault((fam, pos, variant, rest), {})[t] = (ns, "ns/elem")
-    for (fam, pos, variant, keys), row in ffn.items():
-        t = _threads_of(keys)
-        if t is not None and "ms" in row:
-            rest = tuple(kv for kv in keys if kv[0] != "threads")
-            times.setdefault((fam, pos, variant, rest), {})[t] = (float(row["ms"]), "ms")
-    out = []
-    for (fam, pos, variant, rest), by_threads in times.items():
-        if 1 not in by_threads:
-            continue
-        one, unit = by_threads[1]
-        for t, (value, _) in by_threads.items():
-            if t > 1 and one > 0 and value > CONTENTION_FACTOR * one:
-                name = "/".join([fam, *pos, variant] + [f"{k}:{v}" for k, v in rest])
-                out.append((name, t, value, one, unit))
-    return sorted(out, key=lambda s: s[2] / s[3], reverse=True)
+    return sorted((row[1:] for row in _slow_rows(results, ffn)), key=lambda s: s[2] / s[3], reverse=True)
 
 
 def render_contention(suspects):

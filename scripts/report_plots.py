@@ -135,13 +135,11 @@ def gelu_vs_baseline(results, plots_dir, baseline, contended=frozenset()):
         ax.invert_yaxis()
         ax.set_xlabel(f"throughput / {baseline} throughput (log scale; > 1: faster than {baseline})")
         n_bad = sum(b[2] for b in bars)
-        ax.set_title(f"GELU vs {baseline}, N = {n}"
-                     + (f" ({n_bad} row{'s' if n_bad != 1 else ''} measured under contention: grey, not meaningful)" if n_bad else ""),
-                     fontsize=9 if n_bad else None)
+        note = f" ({n_bad} row{'s' if n_bad != 1 else ''} measured under contention, grey)" if n_bad else ""
+        ax.set_title(f"GELU vs {baseline}, N = {n}{note}", fontsize=9 if n_bad else None)
         path = os.path.join(plots_dir, f"gelu_vs_{baseline}_N{n}.png")
         _save(fig, path)
-        out.append((f"GELU relative to {baseline}, N = {n}"
-                    + (f" ({n_bad} row{'s' if n_bad != 1 else ''} measured under contention, grey)" if n_bad else ""), path))
+        out.append((f"GELU relative to {baseline}, N = {n}{note}", path))
     return out
 
 

@@ -126,38 +126,7 @@ TEST(FfnEdges, SwiGLUNegInfPreActivation) {
     EXPECT_EQ(swiglu, 0.5f) << "SiLU(-inf) * (-3) should be +0 (limit), out = b2 = 0.5; GeGLU gives " << geglu;
 }
 
-// GeGLU multiplies GELU(z) by the gate zv before rounding: a far-tail z must give a tail that
-// stays negligible times a huge gate (GELU(-inf) = -0, GELU(-20) = -5.5e-88... x zv), not the
-// clamped formula's value at |z| = 15 (found in review: -2.4e-16 for z = -inf, zv = 1e30).
-float geglu_gate(float z, float zv) {
-    // h = [1], W1 = [z], V = [zv], W2 = [1], no biases: out = GELU(z) * zv.
-    float h[1] = {1}, w1[1] = {z}, v[1] = {zv}, w2[1] = {1}, y = 123.0f;
-    FeedForwardWeights w;
-    w.w1 = TensorView::contiguous(w1, DType::F32, {1, 1});
-    w.v = TensorView::contiguous(v, DType::F32, {1, 1});
-    w.w2 = TensorView::contiguous(w2, DType::F32, {1, 1});
-    FeedForwardOptions o;
-    o.kind = FfnKind::GeGLU;
-    FeedForward(w, o).forward(TensorView::contiguous(h, DType::F32, {1, 1}), TensorView::contiguous(&y, DType::F32, {1, 1}));
-    return y;
-}
-
-TEST(FfnEdges, GeGLUFarTailTimesHugeGate) {
-    EXPECT_EQ(geglu_gate(-INFINITY, 1e30f), 0.0f);  // -0 * 1e30 (either zero passes EXPECT_EQ)
-    EXPECT_EQ(geglu_gate(-INFINITY, 3e38f), 0.0f);
-    // GELU(-16) = -1.0e-56 (reference, double): times 1e38 = -1.0e-18, a normal float32.
-    const RefValue g16 = gelu_ref(Form::Erf, -16.0);
-    const double want16 = (g16.hi + g16.lo) * 1e38;
-    EXPECT_NEAR(geglu_gate(-16.0f, 1e38f), want16, 1e-3 * std::fabs(want16));
-    // GELU(-20) x 1e38 = -5.5e-50: below float32's smallest subnormal, so -0.
-    EXPECT_EQ(geglu_gate(-20.0f, 1e38f), 0.0f);
-}
-
-// GELU(-inf) = -0 and SiLU(-inf) = -0 (the limits), so an infinite gate gives -0 * +-inf = NaN,
-// as IEEE 754 has it, in every form and dtype of GeGLU and in SwiGLU; a finite gate gives a
-// zero. (The erf form's epilogue had computed GELU from x raised to -65536 in float64, a tiny
-// nonzero -65536 Q(37) that an infinite gate turned into -+inf, while tanh and sigmoid gave
-// NaN: found in review, 2026-12-07.)
+// out = act(z) * zv for one token: h = [1], W1 = [z], V = [zv], W2 = [1], no biases.
 float glu_output(FfnKind kind, Form form, DType dt, float z, float zv) {
     FeedForwardWeights w;
     FeedForwardOptions o;
@@ -184,6 +153,29 @@ float glu_output(FfnKind kind, Form form, DType dt, float z, float zv) {
     return f;
 }
 
+// GeGLU multiplies GELU(z) by the gate zv before rounding: a far-tail z must give a tail that
+// stays negligible times a huge gate (GELU(-inf) = -0, GELU(-20) = -5.5e-88... x zv), not the
+// clamped formula's value at |z| = 15 (found in review: -2.4e-16 for z = -inf, zv = 1e30).
+float geglu_gate(float z, float zv) {
+    return glu_output(FfnKind::GeGLU, Form::Erf, DType::F32, z, zv);
+}
+
+TEST(FfnEdges, GeGLUFarTailTimesHugeGate) {
+    EXPECT_EQ(geglu_gate(-INFINITY, 1e30f), 0.0f);  // -0 * 1e30 (either zero passes EXPECT_EQ)
+    EXPECT_EQ(geglu_gate(-INFINITY, 3e38f), 0.0f);
+    // GELU(-16) = -1.0e-56 (reference, double): times 1e38 = -1.0e-18, a normal float32.
+    const RefValue g16 = gelu_ref(Form::Erf, -16.0);
+    const double want16 = (g16.hi + g16.lo) * 1e38;
+    EXPECT_NEAR(geglu_gate(-16.0f, 1e38f), want16, 1e-3 * std::fabs(want16));
+    // GELU(-20) x 1e38 = -5.5e-50: below float32's smallest subnormal, so -0.
+    EXPECT_EQ(geglu_gate(-20.0f, 1e38f), 0.0f);
+}
+
+// GELU(-inf) = -0 and SiLU(-inf) = -0 (the limits), so an infinite gate gives -0 * +-inf = NaN,
+// as IEEE 754 has it, in every form and dtype of GeGLU and in SwiGLU; a finite gate gives a
+// zero. (The erf form's epilogue had computed GELU from x raised to -65536 in float64, a tiny
+// nonzero -65536 Q(37) that an infinite gate turned into -+inf, while tanh and sigmoid gave
+// NaN: found in review, 2026-12-07.)
 TEST(FfnEdges, GluNegInfTimesInfiniteGateIsNaN) {
     struct Kf {
         FfnKind kind;
