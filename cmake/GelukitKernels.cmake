@@ -257,11 +257,10 @@ set(GELUKIT_FFN_KINDS linear_gelu ffn geglu swiglu)
 # The hand rows take the generator's knob defaults (generators/ffn_generator.cpp:
 # effective_m_block(), effective_epilogue_at(), per kernel and target).
 set(GELUKIT_FFN_DTYPES f32 bf16)
-# ffn:f32:erf:adams2019 is not built: Adams2019's schedule of the whole two-GEMM pipeline reads
-# W2 panels [0, 64) where BERT-base has 16 (its tiles of the panel dimension follow the d_ff
-# intermediate), found by the runtime's bounds query; the single-GEMM linear_gelu is fine.
+# The Adams2019 rows read their weights with the panel index clamped (generators/ffn_generator.cpp,
+# panel_clamped), so they run on any shape through the runtime's scratch output.
 set(GELUKIT_FFN_EXTRA_ROWS
-    ffn:f32:erf:naive linear_gelu:f32:erf:naive linear_gelu:f32:erf:adams2019
+    ffn:f32:erf:naive ffn:f32:erf:adams2019 linear_gelu:f32:erf:naive linear_gelu:f32:erf:adams2019
     ffn:f32:erf:hand:unpacked linear_gelu:f32:erf:hand:unpacked)
 
 # gelukit_add_ffn_kernels(GENERATOR <gen> RUNTIME <rt> TARGETS <...> [FEATURES <...>]

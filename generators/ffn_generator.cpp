@@ -328,6 +328,31 @@ public:
         // BoundaryConditions::repeat_edge instead made Adams2019 run for over 13 minutes and 8 GB
         // per target: measured, and abandoned.)
         auto input = [&](Input<Buffer<>> *b) -> Func { return Func(*b); };
+        // Autoscheduled kernels read the packed weights and biases with the panel index clamped
+        // to the last real panel. The runtime runs them on a zero-padded scratch output at least
+        // as large as their tiles (runtime/src/ffn.cpp), and the columns past d_out (or d_ff)
+        // would otherwise ask for panels the caller's weights do not have: Adams2019's
+        // ffn schedule read W2 panels [0, 64) for BERT-base's 16 with a 3072-column scratch.
+        // Clamped, every shape runs; the extra columns repeat the last panel and are never
+        // copied out. The hand and naive schedules compute only real panels and keep plain
+        // reads. (An index clamp, not BoundaryConditions::repeat_edge on every dimension: that
+        // made Adams2019 run for over 13 minutes and 8 GB per target, above.)
+        auto panel_clamped = [&](Input<Buffer<>> *b, const char *name) -> Func {
+            if (!using_autoscheduler()) {
+                return input(b);
+            }
+            Func f{std::string(name) + "_clamped"};
+            std::vector<Var> vs(size_t((*b).dimensions()));
+            std::vector<Expr> at;
+            for (int d = 0; d < (*b).dimensions(); d++) {
+                // The k-block and panel dimensions: (kk, pi, ko, po) of the weights, (pi, po) of
+                // the biases. kk and pi have their full extents (kpair, kPanel) in every problem.
+                const bool tiled = d >= (*b).dimensions() - 2 && !((*b).dimensions() == 2 && d == 0);
+                at.push_back(tiled ? clamp(vs[size_t(d)], 0, (*b).dim(d).extent() - 1) : Expr(vs[size_t(d)]));
+            }
+            f(vs) = (*b)(at);
+            return f;
+        };
         // pack_weights = 0: the panel view of an nn.Linear matrix W [N][K] (Halide dims (k, n)),
         // packed[po][ko][pi][kk] = W[po * kPanel + pi][ko] (kpair = 1: float32 only). Features
         // past N (the last panel's padding) repeat row N - 1: their results are never used
@@ -335,7 +360,7 @@ public:
         // their second GEMM reduces over exactly d_ff, see r2).
         auto panels = [&](Input<Buffer<>> *b, const char *name) -> Func {
             if (pack_weights) {
-                return input(b);
+                return panel_clamped(b, name);
             }
             // Two stages, so that both the reads of W and the writes of the panel are dense:
             // blocks (8 k x 8 features) read along W's rows, then the panel gathers each block's
@@ -357,17 +382,20 @@ public:
             pack_wide.push_back(wide);
             return p;
         };
-        W1 = panels(w1, "w1"), B1 = input(b1);
+        W1 = panels(w1, "w1"), B1 = panel_clamped(b1, "b1");
         if (v) {
             V = panels(v, "v");
         }
         if (w2) {
-            W2 = panels(w2, "w2"), B2 = input(b2);
+            W2 = panels(w2, "w2"), B2 = panel_clamped(b2, "b2");
         }
         // h with its row index clamped: register tiles and m-blocks past the last token read the
         // last row (their results are never stored), so no input padding is needed for M.
         Func Hf = input(h);
-        hc(k, m) = to_f32(Hf(k, clamp(m, 0, M - 1)));
+        // Autoscheduled: k clamped too (Adams2019 computes h's wrapper over tiles of k shifted
+        // inwards, which start before k = 0 when d_model is below the tile; those values are
+        // never summed).
+        hc(k, m) = to_f32(Hf(using_autoscheduler() ? clamp(k, 0, H.dim(0).extent() - 1) : Expr(k), clamp(m, 0, M - 1)));
 
         // First GEMM in panel coordinates (pi, po) of the packed weights, accumulated in float32
         // on top of the bias: z1 = h W1^T + b1.

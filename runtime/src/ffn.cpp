@@ -136,8 +136,11 @@ constexpr int64_t kMaxDim = INT32_MAX;
 // extent before any product of extents is formed, so no product can overflow int64.
 constexpr int64_t kMaxFeatures = 44739242;
 // The Adams2019 FFN libraries are scheduled for the BERT-base estimate (generators/ffn_generator.cpp
-// set_estimates: 512 tokens, 768 / 3072 features); none of their tiles is larger.
-constexpr int64_t kAutoschedMinRows = 512, kAutoschedMinCols = 3072;
+// set_estimates: 512 tokens, 768 -> 3072 -> 768); none of their output tiles is larger than that
+// estimate's output: 512 x 3072 for linear_gelu (out is M x d_ff), 512 x 768 for the kinds that
+// end in the second GEMM (out is M x d_model). Their weight and bias reads are clamped to the
+// last real panel, so a scratch output of that size is readable for every problem.
+constexpr int64_t kAutoschedMinRows = 512, kAutoschedMinColsFirstGemm = 3072, kAutoschedMinColsSecondGemm = 768;
 // The AMX kernel (generators/ffn_generator.cpp, schedule_amx): its tasks are kAmxRows or
 // kAmxMinRows token rows (amx_task_rows; shifted inwards, so M is padded up to the task size),
 // its GEMMs step K by kAmxK (d_model and the padded d_ff are padded to multiples of it: zero
@@ -684,11 +687,12 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     // rows it writes a scratch output of that many rows.
     const FfnEntry &run = use_amx ? *im.amx : *im.kernel;
     int64_t out_rows = M, out_cols = d_out, out_stride = out.strides[0];
+    const int64_t min_cols = im.second_gemm() ? kAutoschedMinColsSecondGemm : kAutoschedMinColsFirstGemm;
     const bool autosched_scratch =
-        run.info.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < kAutoschedMinCols);
+        run.info.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < min_cols);
     const bool use_scratch = autosched_scratch || run_rows != M;
     if (autosched_scratch) {
-        out_rows = std::max(M, kAutoschedMinRows), out_cols = std::max(d_out, kAutoschedMinCols);
+        out_rows = std::max(M, kAutoschedMinRows), out_cols = std::max(d_out, min_cols);
         out_stride = out_cols;
     } else if (use_scratch) {
         out_rows = run_rows, out_stride = out_cols;

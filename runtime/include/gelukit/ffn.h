@@ -56,11 +56,13 @@
 // packed kernel is pinned); TooLarge for d_model or d_ff > 44,739,242 (int32 strides of the packed
 // panels, each checked before any product of sizes), d_out, M or a row stride > 2^31 - 1, or an
 // allocation that fails. Nothing aborts.
-// Schedules: Hand for every kind, form and dtype; Naive for Ffn and LinearGelu, Adams2019 for
-// LinearGelu, Tuned (the hand schedule with gelukit_tune's knobs, see gelu.h) for Ffn and
-// LinearGelu, with f32 and Form::Erf (ffn_kernels() lists what is built; others throw
-// Unsupported). The Adams2019 kernel is tuned for BERT-base sizes (M ~512, 768 -> 3072); a
-// problem whose tiles would read outside the weights throws Unsupported (use Hand). Where a
+// Schedules: Hand for every kind, form and dtype; Naive, Adams2019 and Tuned (the hand schedule
+// with gelukit_tune's knobs, see gelu.h) for Ffn and LinearGelu, with f32 and Form::Erf
+// (ffn_kernels() lists what is built; others throw Unsupported). The Adams2019 kernels are
+// scheduled for BERT-base sizes (M ~512, 768 -> 3072): a smaller M or output width runs on a
+// zero-padded scratch output of 512 x 3072 (LinearGelu) or 512 x 768 (Ffn) elements, whose cost
+// is that of the padded problem, and copies the real part out. (Should a bounds query still find
+// a read outside the weights, the call throws Unsupported: use Hand.) Where a
 // schedule has both a packed and an unpacked kernel (Hand: ffn_f32_erf_hand and
 // ffn_f32_erf_hand_unpacked), borrow_weights picks the unpacked one, else the packed one.
 // Intel AMX: on x86-64 builds, Schedule::Hand for Ffn / BF16 / Form::Erf (without
