@@ -321,22 +321,25 @@ public:
         Input<Buffer<>> &H = *h;
         Expr M = H.dim(1).extent();
 
-        // Inputs as Funcs. The hand and naive schedules only read inside the packed panels. The
+        // Inputs as Funcs. The hand and naive schedules only read inside the packed panels; the
         // Adams2019 schedule shifts its tiles inwards (TailStrategy::ShiftInwards), which reads
-        // outside the panels when a tensor is smaller than its tile; the runtime checks that with
-        // a bounds query and refuses such shapes for that schedule. (Wrapping the inputs in
-        // BoundaryConditions::repeat_edge instead made Adams2019 run for over 13 minutes and 8 GB
-        // per target: measured, and abandoned.)
+        // outside them when a tensor is smaller than its tile: see panel_clamped. (Wrapping the
+        // inputs in BoundaryConditions::repeat_edge made Adams2019 run for over 13 minutes and
+        // 8 GB per target: measured, and abandoned.)
         auto input = [&](Input<Buffer<>> *b) -> Func { return Func(*b); };
-        // Autoscheduled kernels read the packed weights and biases with the panel index clamped
-        // to the last real panel. The runtime runs them on a zero-padded scratch output at least
-        // as large as their tiles (runtime/src/ffn.cpp), and the columns past d_out (or d_ff)
-        // would otherwise ask for panels the caller's weights do not have: Adams2019's
-        // ffn schedule read W2 panels [0, 64) for BERT-base's 16 with a 3072-column scratch.
-        // Clamped, every shape runs; the extra columns repeat the last panel and are never
-        // copied out. The hand and naive schedules compute only real panels and keep plain
-        // reads. (An index clamp, not BoundaryConditions::repeat_edge on every dimension: that
-        // made Adams2019 run for over 13 minutes and 8 GB per target, above.)
+        // Autoscheduled kernels read the packed weights and biases with the k-block and panel
+        // indices clamped to the real ones. The runtime runs them on a zero-padded scratch output
+        // at least as large as their tiles (runtime/src/ffn.cpp), whose columns past d_out (or
+        // d_ff) would otherwise ask for panels the caller's weights do not have (Adams2019's ffn
+        // schedule read W2 panels [0, 64) for BERT-base's 16 with a 3072-column scratch), and
+        // Adams2019 computes input wrappers over tiles of k shifted inwards, which start before
+        // k = 0 when K is below the tile (the bounds query asked for h columns [-11, -8] at
+        // d_model = 5). Clamped, every shape runs; the extra columns repeat the last panel and are
+        // never copied out, the extra k values are never summed. The hand and naive schedules
+        // read only real panels and keep plain reads. Only the two dimensions that can exceed
+        // their extent are clamped: clamping all four of the weights' (as repeat_edge would)
+        // made Adams2019 take 2.5 minutes instead of 41 s for the ffn on one target (2026-12-07),
+        // and repeat_edge over 13 minutes (above). The runtime keeps its bounds query as a check.
         auto panel_clamped = [&](Input<Buffer<>> *b, const char *name) -> Func {
             if (!using_autoscheduler()) {
                 return input(b);
@@ -345,8 +348,9 @@ public:
             std::vector<Var> vs(size_t((*b).dimensions()));
             std::vector<Expr> at;
             for (int d = 0; d < (*b).dimensions(); d++) {
-                // The k-block and panel dimensions: (kk, pi, ko, po) of the weights, (pi, po) of
-                // the biases. kk and pi have their full extents (kpair, kPanel) in every problem.
+                // The k-block and panel dimensions: ko and po of the weights (kk, pi, ko, po), po
+                // of the biases (pi, po). kk and pi have their full extents (kpair, kPanel) in
+                // every problem.
                 const bool tiled = d >= (*b).dimensions() - 2 && !((*b).dimensions() == 2 && d == 0);
                 at.push_back(tiled ? clamp(vs[size_t(d)], 0, (*b).dim(d).extent() - 1) : Expr(vs[size_t(d)]));
             }
