@@ -351,7 +351,7 @@ public:
                 // The k-block and panel dimensions: ko and po of the weights (kk, pi, ko, po), po
                 // of the biases (pi, po). kk and pi have their full extents (kpair, kPanel) in
                 // every problem.
-                const bool tiled = d >= (*b).dimensions() - 2 && !((*b).dimensions() == 2 && d == 0);
+                const bool tiled = (*b).dimensions() == 4 ? d >= 2 : d == 1;
                 at.push_back(tiled ? clamp(vs[size_t(d)], 0, (*b).dim(d).extent() - 1) : Expr(vs[size_t(d)]));
             }
             f(vs) = (*b)(at);

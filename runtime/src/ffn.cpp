@@ -7,6 +7,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -138,9 +139,14 @@ constexpr int64_t kMaxFeatures = 44739242;
 // The Adams2019 FFN libraries are scheduled for the BERT-base estimate (generators/ffn_generator.cpp
 // set_estimates: 512 tokens, 768 -> 3072 -> 768); none of their output tiles is larger than that
 // estimate's output: 512 x 3072 for linear_gelu (out is M x d_ff), 512 x 768 for the kinds that
-// end in the second GEMM (out is M x d_model). Their weight and bias reads are clamped to the
-// last real panel, so a scratch output of that size is readable for every problem.
-constexpr int64_t kAutoschedMinRows = 512, kAutoschedMinColsFirstGemm = 3072, kAutoschedMinColsSecondGemm = 768;
+// end in the second GEMM (out is M x d_model). These are the upper end of the scratch shapes
+// autosched_output_shape() tries; the tiles Halide 21's Adams2019 chose are 16 rows x 48 columns
+// (seen in build/generators/inspect/*_adams2019.stmt). Their weight and bias reads are clamped to
+// the last real panel, so a scratch output of any size is readable for every problem.
+constexpr int64_t kAutoschedMaxRows = 512, kAutoschedMaxColsFirstGemm = 3072, kAutoschedMaxColsSecondGemm = 768;
+// The smallest rows / columns tried first (then doubled): one AVX-512 register tile's rows, one
+// weight panel (ffn_layout::kPanel).
+constexpr int64_t kAutoschedFirstRows = 16, kAutoschedFirstCols = 48;
 // The AMX kernel (generators/ffn_generator.cpp, schedule_amx): its tasks are kAmxRows or
 // kAmxMinRows token rows (amx_task_rows; shifted inwards, so M is padded up to the task size),
 // its GEMMs step K by kAmxK (d_model and the padded d_ff are padded to multiples of it: zero
@@ -247,8 +253,52 @@ void pack_bias(const TensorView &b, int64_t n, int64_t n_panels, DType dt, Align
 using detail::halide_type_of;
 using detail::HalideBuffer;
 
-// Adams2019 tiles shift inwards at the tensor edges and may then read outside the packed panels
-// of a small problem. Halide's bounds query (every buffer with host == nullptr) reports the
+// Adams2019 shifts its output tiles inwards, so an output smaller than a tile cannot be written in
+// place (the tile would start before it). The kernel itself says whether an output shape fits: a
+// bounds query with that output (host == nullptr, the inputs real) fails exactly when the shape
+// is below a tile in some dimension. Rows are tried at M, then at 16, 32, ... up to the estimate's
+// 512 (which always fits), with the widest columns; then columns at d_out, 48, 96, ... up to 3072
+// (768) with those rows. Returns the first shape that fits (M x d_out where the output is large
+// enough), or the estimate's shape. The queries compute nothing: at MiniLM's M = 16 a call through
+// here took as long as a direct call of the kernel on its smallest output (0.7 ms linear_gelu,
+// 3.3-3.6 ms ffn; review of 2026-12-07).
+std::pair<int64_t, int64_t> autosched_output_shape(const FfnEntry &kernel, std::vector<void *> args,
+                                                   std::size_t out_arg, halide_type_t type, int64_t M,
+                                                   int64_t d_out, int64_t max_cols) {
+    const int64_t max_rows = std::max(M, kAutoschedMaxRows);
+    max_cols = std::max(d_out, max_cols);
+    auto fits = [&](int64_t rows, int64_t cols) {
+        HalideBuffer query(nullptr, type, {{cols, 1}, {rows, cols}});
+        args[out_arg] = &query.buf;
+        const int status = kernel.fn(args.data());
+        if (status != 0) {
+            try {
+                detail::check_halide_status(status, kernel.info.name);  // clears the stored message
+            } catch (const Error &) {
+            }
+        }
+        return status == 0;
+    };
+    // Candidates: want itself, then first, 2 first, ... while below limit, then limit.
+    auto first_fit = [](int64_t want, int64_t first, int64_t limit, const auto &ok) {
+        if (ok(want)) {
+            return want;
+        }
+        for (int64_t c = first; c < limit; c *= 2) {
+            if (c > want && ok(c)) {
+                return c;
+            }
+        }
+        return limit;
+    };
+    const int64_t rows = first_fit(M, kAutoschedFirstRows, max_rows, [&](int64_t r) { return fits(r, max_cols); });
+    const int64_t cols = first_fit(d_out, kAutoschedFirstCols, max_cols, [&](int64_t c) { return fits(rows, c); });
+    return {rows, cols};
+}
+
+// A check kept behind the generator's clamped reads (ffn_generator.cpp, panel_clamped): Adams2019
+// tiles shift inwards at the tensor edges, and without those clamps they read outside the packed
+// panels of a small problem. Halide's bounds query (every buffer with host == nullptr) reports the
 // region each input would be read over; any region outside the real buffer is refused here with
 // a clear error instead of being left to Halide's generic "accessed at" failure.
 void check_autoscheduled_bounds(const FfnEntry *kernel, const std::vector<void *> &args,
@@ -680,24 +730,14 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
     HalideBuffer V = weights(im.v, im.v_rows, im.d_model, k_pad, im.k_pad, im.d_ff, panels_ff);
     HalideBuffer W2 = weights(im.w2, im.w2_rows, im.d_ff, ff_pad, im.panels_ff * kPanel, im.d_out2, panels_out);
     HalideBuffer B2(im.b2.ptr.get(), f32, {{kPanel, 1}, {panels_out, kPanel}});
-    // Adams2019 shifts its output tiles inwards (tiles up to its estimate, 512 tokens x 3072
-    // features), which writes before the start of a smaller output: give it a scratch output of
-    // at least that size (allocated after the bounds check below) and copy the real part out.
-    // The AMX kernel's last task is shifted inwards to end at row run_rows: with M < the task's
-    // rows it writes a scratch output of that many rows.
+    // Adams2019 shifts its output tiles inwards, which writes before the start of an output
+    // smaller than a tile: it gets a scratch output of the smallest shape its bounds query
+    // accepts (autosched_output_shape, below; allocated after the bounds check) and the real
+    // part is copied out. The AMX kernel's last task is shifted inwards to end at row run_rows:
+    // with M < the task's rows it writes a scratch output of that many rows.
     const FfnEntry &run = use_amx ? *im.amx : *im.kernel;
     int64_t out_rows = M, out_cols = d_out, out_stride = out.strides[0];
-    const int64_t min_cols = im.second_gemm() ? kAutoschedMinColsSecondGemm : kAutoschedMinColsFirstGemm;
-    const bool autosched_scratch =
-        run.info.schedule == Schedule::Adams2019 && (M < kAutoschedMinRows || d_out < min_cols);
-    const bool use_scratch = autosched_scratch || run_rows != M;
-    if (autosched_scratch) {
-        out_rows = std::max(M, kAutoschedMinRows), out_cols = std::max(d_out, min_cols);
-        out_stride = out_cols;
-    } else if (use_scratch) {
-        out_rows = run_rows, out_stride = out_cols;
-    }
-    HalideBuffer O(use_scratch ? nullptr : out.data, ht, {{out_cols, 1}, {out_rows, out_stride}});
+    HalideBuffer O(out.data, ht, {{out_cols, 1}, {out_rows, out_stride}});
     bool residual = im.options.residual;
     int32_t d_ff = int32_t(im.d_ff);
 
@@ -716,6 +756,18 @@ void FeedForward::forward(const TensorView &h_view, const TensorView &out_view) 
         args.push_back(&large_tasks);
     }
     args.push_back(&O.buf);
+    if (run.info.schedule == Schedule::Adams2019) {
+        std::tie(out_rows, out_cols) =
+            autosched_output_shape(run, args, args.size() - 1, ht, M, d_out,
+                                   im.second_gemm() ? kAutoschedMaxColsSecondGemm : kAutoschedMaxColsFirstGemm);
+    } else if (run_rows != M) {
+        out_rows = run_rows;
+    }
+    const bool use_scratch = out_rows != M || out_cols != d_out;
+    if (use_scratch) {
+        out_stride = out_cols;
+        O = HalideBuffer(nullptr, ht, {{out_cols, 1}, {out_rows, out_stride}});
+    }
     std::vector<uint8_t> scratch;
     if (run.info.schedule == Schedule::Adams2019) {
         check_autoscheduled_bounds(&run, args, {&H, &W1, &B1, &V, &W2, &B2});

@@ -529,29 +529,11 @@ void fuzz_ffn(FuzzedDataProvider &fdp) {
     }
     gelukit::FeedForward *ffn = nullptr;
     std::unique_ptr<gelukit::FeedForward> holder;
-    // Adams2019 FFN kernels refuse problems smaller than their tiles with Unsupported (ffn.h):
-    // for them a successful construction or Unsupported are both fine.
+    // Adams2019 kernels included: they run every shape (ffn.h), so a valid call must succeed.
     const bool built = ffn_built(o);
-    const bool adams = o.schedule == gelukit::Schedule::Adams2019;
     const Expect expect_weights = !valid_weights ? Expect::Reject : built ? Expect::Succeed : Expect::Unsupported;
-    // Adams2019 with a valid call: a result or Unsupported (small problems); true if it ran.
-    auto result_or_unsupported = [&](const auto &fn, const char *what) {
-        try {
-            fn();
-            return true;
-        } catch (const Error &e) {
-            if (e.code() != ErrorCode::Unsupported) {
-                std::fprintf(stderr, "%s\n", e.what());
-                finding(what);
-            }
-            return false;
-        }
-    };
     const auto construct = [&] { holder = std::make_unique<gelukit::FeedForward>(w, o); };
-    const bool constructed =
-        valid_weights && built && adams
-            ? result_or_unsupported(construct, "adams2019 FFN refused with a code other than Unsupported")
-            : call(construct, expect_weights);
+    const bool constructed = call(construct, expect_weights);
     if (!constructed) return;
     ffn = holder.get();
 
@@ -580,9 +562,7 @@ void fuzz_ffn(FuzzedDataProvider &fdp) {
     if (M > 1 && bad_stride < d_out) valid = false;
     if (M > 0 && o_off < h_span && o_off + o_span > 0) valid = false;  // out's range meets h's
     const auto run = [&] { ffn->forward(h, outv); };
-    const bool ran = valid && adams
-                         ? result_or_unsupported(run, "adams2019 FFN forward refused with a code other than Unsupported")
-                         : call(run, valid ? Expect::Succeed : Expect::Reject);
+    const bool ran = call(run, valid ? Expect::Succeed : Expect::Reject);
     if (!ran) {
         if (arena != before) finding("a refused FFN call wrote memory");
         return;

@@ -59,10 +59,12 @@
 // Schedules: Hand for every kind, form and dtype; Naive, Adams2019 and Tuned (the hand schedule
 // with gelukit_tune's knobs, see gelu.h) for Ffn and LinearGelu, with f32 and Form::Erf
 // (ffn_kernels() lists what is built; others throw Unsupported). The Adams2019 kernels are
-// scheduled for BERT-base sizes (M ~512, 768 -> 3072): a smaller M or output width runs on a
-// zero-padded scratch output of 512 x 3072 (LinearGelu) or 512 x 768 (Ffn) elements, whose cost
-// is that of the padded problem, and copies the real part out. (Should a bounds query still find
-// a read outside the weights, the call throws Unsupported: use Hand.) Where a
+// scheduled for BERT-base sizes (M ~512, 768 -> 3072) and run every shape: an output smaller than
+// their tiles (16 x 48 with Halide 21) runs on a zero-padded scratch output of the smallest shape
+// their bounds query accepts, whose cost is that of the padded problem, and the real part is
+// copied out; they keep a per-call copy of the weights (README, Feed-forward blocks). (Should a
+// bounds query still find a read outside the weights, the call throws Unsupported: use Hand.)
+// Where a
 // schedule has both a packed and an unpacked kernel (Hand: ffn_f32_erf_hand and
 // ffn_f32_erf_hand_unpacked), borrow_weights picks the unpacked one, else the packed one.
 // Intel AMX: on x86-64 builds, Schedule::Hand for Ffn / BF16 / Form::Erf (without
