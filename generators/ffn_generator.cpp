@@ -336,26 +336,28 @@ public:
         // k = 0 when K is below the tile (the bounds query asked for h columns [-11, -8] at
         // d_model = 5). Clamped, every shape runs; the extra columns repeat the last panel and are
         // never copied out, the extra k values are never summed. The hand and naive schedules
-        // read only real panels and keep plain reads. Only the two dimensions that can exceed
-        // their extent are clamped: clamping all four of the weights' (as repeat_edge would)
-        // made Adams2019 take 2.5 minutes instead of 41 s for the ffn on one target (2026-12-07),
-        // and repeat_edge over 13 minutes (above). The runtime keeps its bounds query as a check.
-        auto panel_clamped = [&](Input<Buffer<>> *b, const char *name) -> Func {
-            if (!using_autoscheduler()) {
-                return input(b);
+        // read only real panels and keep plain reads. The runtime keeps its bounds query as a
+        // check. The clamps are written into the reads at the GEMMs' definitions (clamped_read),
+        // not into wrapper Funcs: each wrapper was one more stage for Adams2019 to place, and its
+        // search took 165 s (ffn) and 229 s (linear_gelu) per arm-64 target, one at a time,
+        // against 25 s and 27 s inline, two side by side (2026-12-08, Zen 4 VM). Only the two dimensions
+        // that can exceed their extent are clamped: clamping all four of the weights' (as
+        // repeat_edge would) took 2.5 minutes instead of 41 s for the ffn on one x86 target
+        // with the wrappers (2026-12-07), and repeat_edge over 13 minutes (above).
+        auto clamped_read = [&](Input<Buffer<>> *b, const Func &f, std::vector<Expr> at) -> Expr {
+            if (!using_autoscheduler() || (!pack_weights && (*b).dimensions() == 4)) {
+                return f(at);
             }
-            Func f{std::string(name) + "_clamped"};
-            std::vector<Var> vs(size_t((*b).dimensions()));
-            std::vector<Expr> at;
             for (int d = 0; d < (*b).dimensions(); d++) {
                 // The k-block and panel dimensions: ko and po of the weights (kk, pi, ko, po), po
                 // of the biases (pi, po). kk and pi have their full extents (kpair, kPanel) in
                 // every problem.
                 const bool tiled = (*b).dimensions() == 4 ? d >= 2 : d == 1;
-                at.push_back(tiled ? clamp(vs[size_t(d)], 0, (*b).dim(d).extent() - 1) : Expr(vs[size_t(d)]));
+                if (tiled) {
+                    at[size_t(d)] = clamp(at[size_t(d)], 0, (*b).dim(d).extent() - 1);
+                }
             }
-            f(vs) = (*b)(at);
-            return f;
+            return (*b)(at);
         };
         // pack_weights = 0: the panel view of an nn.Linear matrix W [N][K] (Halide dims (k, n)),
         // packed[po][ko][pi][kk] = W[po * kPanel + pi][ko] (kpair = 1: float32 only). Features
@@ -364,7 +366,7 @@ public:
         // their second GEMM reduces over exactly d_ff, see r2).
         auto panels = [&](Input<Buffer<>> *b, const char *name) -> Func {
             if (pack_weights) {
-                return panel_clamped(b, name);
+                return input(b);
             }
             // Two stages, so that both the reads of W and the writes of the panel are dense:
             // blocks (8 k x 8 features) read along W's rows, then the panel gathers each block's
@@ -386,12 +388,12 @@ public:
             pack_wide.push_back(wide);
             return p;
         };
-        W1 = panels(w1, "w1"), B1 = panel_clamped(b1, "b1");
+        W1 = panels(w1, "w1"), B1 = input(b1);
         if (v) {
             V = panels(v, "v");
         }
         if (w2) {
-            W2 = panels(w2, "w2"), B2 = panel_clamped(b2, "b2");
+            W2 = panels(w2, "w2"), B2 = input(b2);
         }
         // h with its row index clamped: register tiles and m-blocks past the last token read the
         // last row (their results are never stored), so no input padding is needed for M.
@@ -420,12 +422,12 @@ public:
         } else {
             r1 = RDom(0, kpair, 0, H.dim(0).extent() / kpair, "r1");
             Expr k1 = r1.y * kpair + r1.x;
-            z1(pi, po, m) = B1(pi, po);
-            z1(pi, po, m) += hc(k1, m) * to_f32(W1(r1.x, pi, r1.y, po));
+            z1(pi, po, m) = clamped_read(b1, B1, {pi, po});
+            z1(pi, po, m) += hc(k1, m) * to_f32(clamped_read(w1, W1, {r1.x, pi, r1.y, po}));
             z1_biased = z1(pi, po, m);
             if (gated()) {
                 zv(pi, po, m) = 0.0f;
-                zv(pi, po, m) += hc(k1, m) * to_f32(V(r1.x, pi, r1.y, po));
+                zv(pi, po, m) += hc(k1, m) * to_f32(clamped_read(v, V, {r1.x, pi, r1.y, po}));
             }
         }
 
@@ -482,8 +484,8 @@ public:
             Expr d_ff_pad = pack_weights ? (*w1).dim(3).extent() * kPanel : (*w2).dim(0).extent();
             r2 = RDom(0, kpair, 0, d_ff_pad / kpair, "r2");
             Expr k2 = r2.y * kpair + r2.x;
-            z2(pi, po, m) = B2(pi, po);
-            z2(pi, po, m) += to_f32(a(k2, m)) * to_f32(W2(r2.x, pi, r2.y, po));
+            z2(pi, po, m) = clamped_read(b2, B2, {pi, po});
+            z2(pi, po, m) += to_f32(a(k2, m)) * to_f32(clamped_read(w2, W2, {r2.x, pi, r2.y, po}));
             y = z2(n % kPanel, n / kPanel, m);
         }
         // The residual reads h at the output's column; clamped so that bounds inference never

@@ -142,7 +142,8 @@ constexpr int64_t kMaxFeatures = 44739242;
 // end in the second GEMM (out is M x d_model). These are the upper end of the scratch shapes
 // autosched_output_shape() tries; the tiles Halide 21's Adams2019 chose are 16 rows x 48 columns
 // (seen in build/generators/inspect/*_adams2019.stmt). Their weight and bias reads are clamped to
-// the last real panel, so a scratch output of any size is readable for every problem.
+// the last real panel (clamped_read in ffn_generator.cpp), so a scratch output of any size is
+// readable for every problem.
 constexpr int64_t kAutoschedMaxRows = 512, kAutoschedMaxColsFirstGemm = 3072, kAutoschedMaxColsSecondGemm = 768;
 // The smallest rows / columns tried first (then doubled): one AVX-512 register tile's rows, one
 // weight panel (ffn_layout::kPanel).
@@ -272,10 +273,7 @@ std::pair<int64_t, int64_t> autosched_output_shape(const FfnEntry &kernel, std::
         args[out_arg] = &query.buf;
         const int status = kernel.fn(args.data());
         if (status != 0) {
-            try {
-                detail::check_halide_status(status, kernel.info.name);  // clears the stored message
-            } catch (const Error &) {
-            }
+            detail::clear_halide_error();  // an expected refusal: its message must not linger
         }
         return status == 0;
     };
@@ -296,7 +294,7 @@ std::pair<int64_t, int64_t> autosched_output_shape(const FfnEntry &kernel, std::
     return {rows, cols};
 }
 
-// A check kept behind the generator's clamped reads (ffn_generator.cpp, panel_clamped): Adams2019
+// A check kept behind the generator's clamped reads (ffn_generator.cpp, clamped_read): Adams2019
 // tiles shift inwards at the tensor edges, and without those clamps they read outside the packed
 // panels of a small problem. Halide's bounds query (every buffer with host == nullptr) reports the
 // region each input would be read over; any region outside the real buffer is refused here with

@@ -442,5 +442,13 @@ void check_halide_status(int status, const std::string &kernel_name) {
                                        (message.empty() ? std::string("(no message)") : message));
 }
 
+void clear_halide_error() {
+    {
+        std::lock_guard<std::mutex> lock(g_error_mutex);
+        g_last_error.clear();
+    }
+    t_last_error.clear();
+}
+
 }  // namespace detail
 }  // namespace gelukit

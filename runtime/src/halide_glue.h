@@ -35,6 +35,11 @@ bool claim_amx_dispatch();
 // Throws gelukit::Error(ErrorCode::Halide) with Halide's own message if status != 0.
 void check_halide_status(int status, const std::string &kernel_name);
 
+// Discards the message Halide's error handler stored for this thread (and the shared copy a
+// worker thread may have left): for callers that expect a failure and handle the status
+// themselves, so the stale message cannot be reported with a later, unrelated failure.
+void clear_halide_error();
+
 // The Halide element type of a storage dtype.
 halide_type_t halide_type_of(DType dt);
 

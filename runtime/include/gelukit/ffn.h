@@ -62,8 +62,9 @@
 // scheduled for BERT-base sizes (M ~512, 768 -> 3072) and run every shape: an output smaller than
 // their tiles (16 x 48 with Halide 21) runs on a zero-padded scratch output of the smallest shape
 // their bounds query accepts, whose cost is that of the padded problem, and the real part is
-// copied out; they keep a per-call copy of the weights (README, Feed-forward blocks). (Should a
-// bounds query still find a read outside the weights, the call throws Unsupported: use Hand.)
+// copied out. Adams2019 tiles rows in blocks of 256 in the whole-FFN kernel, so an ffn call
+// with M < 256 computes 256 rows (README, Feed-forward blocks). (Should a bounds query still
+// find a read outside the weights, the call throws Unsupported: use Hand.)
 // Where a
 // schedule has both a packed and an unpacked kernel (Hand: ffn_f32_erf_hand and
 // ffn_f32_erf_hand_unpacked), borrow_weights picks the unpacked one, else the packed one.
