@@ -258,7 +258,7 @@ set(GELUKIT_FFN_KINDS linear_gelu ffn geglu swiglu)
 # effective_m_block(), effective_epilogue_at(), per kernel and target).
 set(GELUKIT_FFN_DTYPES f32 bf16)
 # The Adams2019 rows read their weights with the panel index clamped (generators/ffn_generator.cpp,
-# panel_clamped), so they run on any shape through the runtime's scratch output.
+# clamped_read), so they run on any shape through the runtime's scratch output.
 set(GELUKIT_FFN_EXTRA_ROWS
     ffn:f32:erf:naive ffn:f32:erf:adams2019 linear_gelu:f32:erf:naive linear_gelu:f32:erf:adams2019
     ffn:f32:erf:hand:unpacked linear_gelu:f32:erf:hand:unpacked)

@@ -323,7 +323,7 @@ public:
 
         // Inputs as Funcs. The hand and naive schedules only read inside the packed panels; the
         // Adams2019 schedule shifts its tiles inwards (TailStrategy::ShiftInwards), which reads
-        // outside them when a tensor is smaller than its tile: see panel_clamped. (Wrapping the
+        // outside them when a tensor is smaller than its tile: see clamped_read. (Wrapping the
         // inputs in BoundaryConditions::repeat_edge made Adams2019 run for over 13 minutes and
         // 8 GB per target: measured, and abandoned.)
         auto input = [&](Input<Buffer<>> *b) -> Func { return Func(*b); };
@@ -345,7 +345,9 @@ public:
         // repeat_edge would) took 2.5 minutes instead of 41 s for the ffn on one x86 target
         // with the wrappers (2026-12-07), and repeat_edge over 13 minutes (above).
         auto clamped_read = [&](Input<Buffer<>> *b, const Func &f, std::vector<Expr> at) -> Expr {
-            if (!using_autoscheduler() || (!pack_weights && (*b).dimensions() == 4)) {
+            // Autoscheduled kernels always read packed panels (pack_weights=0 is hand-only,
+            // configure() above), so the dimensions below are those of the panels.
+            if (!using_autoscheduler()) {
                 return f(at);
             }
             for (int d = 0; d < (*b).dimensions(); d++) {

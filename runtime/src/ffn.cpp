@@ -140,8 +140,10 @@ constexpr int64_t kMaxFeatures = 44739242;
 // set_estimates: 512 tokens, 768 -> 3072 -> 768); none of their output tiles is larger than that
 // estimate's output: 512 x 3072 for linear_gelu (out is M x d_ff), 512 x 768 for the kinds that
 // end in the second GEMM (out is M x d_model). These are the upper end of the scratch shapes
-// autosched_output_shape() tries; the tiles Halide 21's Adams2019 chose are 16 rows x 48 columns
-// (seen in build/generators/inspect/*_adams2019.stmt). Their weight and bias reads are clamped to
+// autosched_output_shape() tries; the output tiles Halide 21's Adams2019 chose are 256 rows x 384
+// columns (linear_gelu) and 16 x 16 (ffn) on x86 since 2026-12-08 (arm-64: 128 x 384, 16 x 4),
+// 16 x 48 before (seen in
+// build/generators/inspect/*_adams2019.stmt). Their weight and bias reads are clamped to
 // the last real panel (clamped_read in ffn_generator.cpp), so a scratch output of any size is
 // readable for every problem.
 constexpr int64_t kAutoschedMaxRows = 512, kAutoschedMaxColsFirstGemm = 3072, kAutoschedMaxColsSecondGemm = 768;
@@ -262,7 +264,7 @@ using detail::HalideBuffer;
 // (768) with those rows. Returns the first shape that fits (M x d_out where the output is large
 // enough), or the estimate's shape. The queries compute nothing: at MiniLM's M = 16 a call through
 // here took as long as a direct call of the kernel on its smallest output (0.7 ms linear_gelu,
-// 3.3-3.6 ms ffn; review of 2026-12-07).
+// 3.3-3.6 ms ffn with the 16 x 48 tiles of then; review of 2026-12-07).
 std::pair<int64_t, int64_t> autosched_output_shape(const FfnEntry &kernel, std::vector<void *> args,
                                                    std::size_t out_arg, halide_type_t type, int64_t M,
                                                    int64_t d_out, int64_t max_cols) {

@@ -35,9 +35,11 @@ bool claim_amx_dispatch();
 // Throws gelukit::Error(ErrorCode::Halide) with Halide's own message if status != 0.
 void check_halide_status(int status, const std::string &kernel_name);
 
-// Discards the message Halide's error handler stored for this thread (and the shared copy a
-// worker thread may have left): for callers that expect a failure and handle the status
-// themselves, so the stale message cannot be reported with a later, unrelated failure.
+// Discards the message Halide's error handler stored for this thread, and the process-wide copy
+// (which a worker thread's error also reaches): for callers that expect a failure and handle the
+// status themselves, so the stale message cannot be reported with a later, unrelated failure.
+// Like check_halide_status, it clears the process-wide copy for every thread: a failure raised
+// at the same moment on a worker of another call may then be reported without its message.
 void clear_halide_error();
 
 // The Halide element type of a storage dtype.

@@ -60,10 +60,12 @@
 // with gelukit_tune's knobs, see gelu.h) for Ffn and LinearGelu, with f32 and Form::Erf
 // (ffn_kernels() lists what is built; others throw Unsupported). The Adams2019 kernels are
 // scheduled for BERT-base sizes (M ~512, 768 -> 3072) and run every shape: an output smaller than
-// their tiles (16 x 48 with Halide 21) runs on a zero-padded scratch output of the smallest shape
+// their tiles (Halide 21, x86: 256 x 384 for LinearGelu, 16 x 16 for Ffn; arm-64: 128 x 384,
+// 16 x 4) runs on a zero-padded scratch output of the smallest shape
 // their bounds query accepts, whose cost is that of the padded problem, and the real part is
-// copied out. Adams2019 tiles rows in blocks of 256 in the whole-FFN kernel, so an ffn call
-// with M < 256 computes 256 rows (README, Feed-forward blocks). (Should a bounds query still
+// copied out. On x86 both compute rows in blocks of 256, so a call with M < 256 costs at least
+// a 256-row block (the whole FFN more: its partial block takes a masked path; README,
+// Feed-forward blocks). (Should a bounds query still
 // find a read outside the weights, the call throws Unsupported: use Hand.)
 // Where a
 // schedule has both a packed and an unpacked kernel (Hand: ffn_f32_erf_hand and
