@@ -451,6 +451,40 @@ def render_contention(suspects):
     return out
 
 
+# The FMA peak at t threads below this fraction of t x the 1-thread peak. The peak loop is pure
+# register FMAs with no memory traffic, so on an idle machine it scales with the cores (Zen 4 VM:
+# 115 / 233 GFLOP/s at 1 / 2 threads); a busy core halves it without touching the 2x rule above
+# (a new-user trial beside another run, 2026-12-08: 114 / 116 GFLOP/s, and every 2-thread f32
+# FFN row then showed 158-187% of "peak").
+PEAK_SCALING_FLOOR = 0.75
+
+
+def peak_scaling_suspects(context):
+    """(threads, peak at t, peak at 1) for every measured FMA peak at t > 1 threads below
+    PEAK_SCALING_FLOOR x t x the 1-thread peak."""
+    peaks = {}
+    for key, value in context.items():
+        if key.startswith(_PEAK_PREFIX):
+            peaks[int(key[len(_PEAK_PREFIX):])] = float(value)
+    one = peaks.get(1)
+    if not one or one <= 0:
+        return []
+    return [(t, peak, one) for t, peak in sorted(peaks.items()) if t > 1 and peak < PEAK_SCALING_FLOOR * t * one]
+
+
+def render_peak_scaling(suspects):
+    if not suspects:
+        return []
+    out = ["## Warning: the FMA peak did not scale with the threads", ""]
+    for t, peak, one in suspects:
+        out.append(f"- {t} threads: {peak:.0f} GFLOP/s, {peak / one:.2f}x the 1-thread {one:.0f} GFLOP/s "
+                   f"(an idle machine gives ~{t}x)")
+    out += ["", "Other processes used the cores while the peak was measured: the % peak of rows at those "
+            "thread counts is wrong (it can exceed 100%), and their times may be disturbed too. Re-run "
+            "the benchmark on an idle machine.", ""]
+    return out
+
+
 def render(context, results, ffn, errors, skipped, source):
     out = ["# gelukit benchmark report", ""]
     out.append(f"Source: `{source}`")
@@ -470,6 +504,13 @@ def render(context, results, ffn, errors, skipped, source):
     if suspects:
         print(f"gelukit_report: warning: {len(suspects)} multi-thread rows are over {CONTENTION_FACTOR:g}x slower "
               "than at 1 thread (other processes on the cores?): see the report's warning", file=sys.stderr)
+
+    peak_suspects = peak_scaling_suspects(context)
+    out.extend(render_peak_scaling(peak_suspects))
+    if peak_suspects:
+        print(f"gelukit_report: warning: the FMA peak at {peak_suspects[0][0]} threads is "
+              f"{peak_suspects[0][1] / peak_suspects[0][2]:.2f}x the 1-thread peak (other processes on the cores?): "
+              "see the report's warning", file=sys.stderr)
 
     peaks = [f"{k.split(':')[1]} threads {float(v):.0f} GFLOP/s" for k, v in context.items()
              if k.startswith("fma_peak_gflops_threads:")]

@@ -199,6 +199,16 @@ def main():
     if result.returncode != 0 or "### GELU relative to onednn, N = 4096 (1 row measured under contention, grey)" \
             not in result.stdout or not os.path.isfile(os.path.join(work, "contended_plots", "gelu_vs_onednn_N4096.png")):
         failures.append(f"contended ratio plot not marked: rc {result.returncode}, stderr {result.stderr!r}")
+    # FMA peak scaling: 2 threads at 1.9x the 1-thread peak passes; at 1.02x (a trial beside
+    # another run, 2026-12-08) the report warns, on the console too.
+    for two, warned in ((219.0, False), (116.0, True)):
+        path = os.path.join(work, f"peak_{int(two)}.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(bench(gelu(), context={"fma_peak_gflops_threads:1": "114.0", "fma_peak_gflops_threads:2": str(two)}))
+        result = run_report(source, [path])
+        has = "## Warning: the FMA peak did not scale with the threads" in result.stdout
+        if result.returncode != 0 or has != warned or ("the FMA peak at 2 threads" in result.stderr) != warned:
+            failures.append(f"peak {two} at 2 threads: rc {result.returncode}, warned {has}, stderr {result.stderr!r}")
     malformed = check_malformed(source, work, fixture, failures)
     for failure in failures:
         print("FAIL:", failure)
