@@ -459,13 +459,16 @@ def render_contention(suspects):
 PEAK_SCALING_FLOOR = 0.75
 
 
+def fma_peaks(context):
+    """The measured FMA peaks, {threads: GFLOP/s} in thread order (check_context validated them)."""
+    return dict(sorted((int(key[len(_PEAK_PREFIX):]), float(value)) for key, value in context.items()
+                       if key.startswith(_PEAK_PREFIX)))
+
+
 def peak_scaling_suspects(context):
     """(threads, peak at t, peak at 1) for every measured FMA peak at t > 1 threads below
     PEAK_SCALING_FLOOR x t x the 1-thread peak."""
-    peaks = {}
-    for key, value in context.items():
-        if key.startswith(_PEAK_PREFIX):
-            peaks[int(key[len(_PEAK_PREFIX):])] = float(value)
+    peaks = fma_peaks(context)
     one = peaks.get(1)
     if not one or one <= 0:
         return []
@@ -512,8 +515,7 @@ def render(context, results, ffn, errors, skipped, source):
               f"{peak_suspects[0][1] / peak_suspects[0][2]:.2f}x the 1-thread peak (other processes on the cores?): "
               "see the report's warning", file=sys.stderr)
 
-    peaks = [f"{k.split(':')[1]} threads {float(v):.0f} GFLOP/s" for k, v in context.items()
-             if k.startswith("fma_peak_gflops_threads:")]
+    peaks = [f"{t} threads {peak:.0f} GFLOP/s" for t, peak in fma_peaks(context).items()]
     if peaks:
         out.append(f"Float32 FMA peak ({context.get('fma_peak_isa', '?')}, measured): " + ", ".join(peaks) + ".")
         out.append("")

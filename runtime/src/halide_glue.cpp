@@ -424,13 +424,13 @@ void check_output_not_self_overlapping(const std::string &where, const TensorVie
     }
 }
 
-void check_halide_status(int status, const std::string &kernel_name) {
-    if (status == 0) {
-        return;
-    }
+namespace {
+
+// This thread's stored Halide message, else the shared copy (a message raised on a worker thread
+// of a parallel loop only reaches that); both are cleared.
+std::string take_halide_error() {
     std::string message = t_last_error;
     {
-        // A message raised on a worker thread (parallel loop) only reached the shared copy.
         std::lock_guard<std::mutex> lock(g_error_mutex);
         if (message.empty()) {
             message = g_last_error;
@@ -438,16 +438,22 @@ void check_halide_status(int status, const std::string &kernel_name) {
         g_last_error.clear();
     }
     t_last_error.clear();
+    return message;
+}
+
+}  // namespace
+
+void check_halide_status(int status, const std::string &kernel_name) {
+    if (status == 0) {
+        return;
+    }
+    const std::string message = take_halide_error();
     throw Error(ErrorCode::Halide, kernel_name + " failed with Halide status " + std::to_string(status) + ": " +
                                        (message.empty() ? std::string("(no message)") : message));
 }
 
 void clear_halide_error() {
-    {
-        std::lock_guard<std::mutex> lock(g_error_mutex);
-        g_last_error.clear();
-    }
-    t_last_error.clear();
+    take_halide_error();
 }
 
 }  // namespace detail
